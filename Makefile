@@ -1,0 +1,74 @@
+# tfrecord_lite — every target does its own set-up on a fresh machine.
+#   make demo      install into .venv and run the end-to-end demo
+#   make test      install test tools into .venv; ruff, mypy, pytest
+#   make test-oldest   the test suite on the lowest protobuf / numpy we support
+#   make interop   real TensorFlow (.venv-interop) reads our files, we read TF's
+#   make protos    regenerate tfrecord_lite/*_pb2.py from protos/
+#   make bench     benchmarks/ (tfrecord_lite only);  make bench-peers: beside TF and `tfrecord`
+#   make fuzz      a bounded atheris run of every fuzz target
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+PYTEST_ARGS ?=
+
+.PHONY: all install demo test lint typecheck pytest test-oldest interop protos bench bench-peers fuzz clean
+
+all: test
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Re-install when the project metadata changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PIP) install -e ".[fast,image,test,dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) -m tfrecord_lite.demo --out demo-out
+
+lint: install
+	$(PY) -m ruff check tfrecord_lite tests benchmarks
+	$(PY) -m ruff format --check tfrecord_lite tests benchmarks
+
+typecheck: install
+	$(PY) -m mypy
+
+pytest: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+# The lowest versions pyproject.toml allows, in a venv of their own.
+OLDEST_VENV := .venv-oldest
+$(OLDEST_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install "protobuf==4.21.6" "numpy==1.23.5" "crcmod==1.7"
+	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[test]"
+	touch $@
+
+test-oldest: $(OLDEST_VENV)/.installed
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+INTEROP_VENV := .venv-interop
+$(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
+	$(PYTHON) -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/interop/requirements.txt
+	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[test]"
+	touch $@
+
+interop: $(INTEROP_VENV)/.installed
+	$(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
+
+protos: install
+	$(PY) -m pip --disable-pip-version-check -q install -r protos/requirements.txt
+	$(PY) protos/generate.py
+
+bench: install
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) build dist *.egg-info demo-out

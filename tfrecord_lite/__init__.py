@@ -1,0 +1,76 @@
+"""tfrecord_lite: TensorFlow's TFRecord files and ``tf.train.Example`` records, without TensorFlow.
+
+Write and read TFRecord files (plain, GZIP, ZLIB) byte-compatible with TensorFlow,
+and get records back as NumPy arrays. Names mirror TensorFlow's, so a script
+ports by changing ``tf.io.`` / ``tf.train.`` into ``tfr.``::
+
+    import tfrecord_lite as tfr
+
+    with tfr.TFRecordWriter("train.tfrecord") as w:
+        w.write(serialized_bytes)
+
+    for record in tfr.tf_record_iterator("train.tfrecord"):
+        ...
+
+Layers, bottom up (each module imports only those above it in this list):
+
+=====================  ==========================================================
+``example_pb2``        generated protobuf messages (private proto package)
+``_crc``               CRC-32C backends and TensorFlow's masked CRC
+``_framing``           sans-I/O record framing over bytes / memoryview
+``_paths``, ``_io``    files, globs, shards, GZIP/ZLIB, writer and reader
+=====================  ==========================================================
+"""
+
+from ._crc import available_crc_backends, crc32c, crc_backend, masked_crc32c
+from ._errors import (
+    ClosedError,
+    CompressionError,
+    CorruptRecordError,
+    DataLossError,
+    ParseError,
+    TFRecordError,
+    TruncatedRecordError,
+)
+from ._framing import RecordDecoder, encode_record, encode_records, iter_records
+from ._io import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordReader,
+    TFRecordWriter,
+    detect_compression,
+    open,
+    read_records,
+    tf_record_iterator,
+)
+from ._paths import expand_paths, shard_name
+from ._version import __version__
+
+__all__ = [
+    "ClosedError",
+    "CompressionError",
+    "CorruptRecordError",
+    "DataLossError",
+    "ParseError",
+    "RecordDecoder",
+    "TFRecordCompressionType",
+    "TFRecordError",
+    "TFRecordOptions",
+    "TFRecordReader",
+    "TFRecordWriter",
+    "TruncatedRecordError",
+    "__version__",
+    "available_crc_backends",
+    "crc32c",
+    "crc_backend",
+    "detect_compression",
+    "encode_record",
+    "encode_records",
+    "expand_paths",
+    "iter_records",
+    "masked_crc32c",
+    "open",
+    "read_records",
+    "shard_name",
+    "tf_record_iterator",
+]

@@ -1,0 +1,192 @@
+"""CRC-32C (Castagnoli) and TensorFlow's masked checksum.
+
+TFRecord framing protects every record with two CRC-32C checksums, stored
+*masked* so that a CRC computed over data that itself contains CRCs stays
+well distributed::
+
+    mask(crc)   = ((crc >> 15 | crc << 17) + 0xA282EAD8) mod 2**32
+    unmask(m)   = rot_left((m - 0xA282EAD8) mod 2**32, 15)
+
+Known answers: ``crc32c(b"123456789") == 0xE3069283``; ``mask(0) == 0xA282EAD8``.
+
+The CRC itself comes from the fastest backend that is installed, chosen once at
+import time (override with the environment variable ``TFRECORD_LITE_CRC_BACKEND``):
+
+``crc32c``         the ``crc32c`` package, hardware (SSE4.2 / ARMv8) accelerated
+``google-crc32c``  Google's C library wrapper, hardware accelerated
+``crcmod``         crcmod's C extension (a required dependency; ~0.4 GB/s)
+``crcmod-python``  crcmod without its C extension: ~300x slower, warns once
+
+Install the ``fast`` extra (``pip install tfrecord-lite[fast]``) to get the
+first two. All arithmetic here is on Python ints: NumPy uint32 scalars warn or
+wrap differently across platforms.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from typing import Callable, Union
+
+__all__ = [
+    "MASK_DELTA",
+    "available_crc_backends",
+    "crc32c",
+    "crc_backend",
+    "get_crc_function",
+    "mask",
+    "masked_crc32c",
+    "unmask",
+]
+
+Buffer = Union[bytes, bytearray, memoryview]
+CrcFunction = Callable[[Buffer], int]
+
+#: Added to the rotated CRC by :func:`mask` (from TensorFlow's crc32c.h).
+MASK_DELTA = 0xA282EAD8
+_U32 = 0xFFFFFFFF
+
+#: Backends from fastest to slowest; the first one that loads is used.
+BACKEND_ORDER = ("crc32c", "google-crc32c", "crcmod", "crcmod-python")
+ENV_VAR = "TFRECORD_LITE_CRC_BACKEND"
+
+_SLOW_WARNING = (
+    "tfrecord_lite is computing CRC32C with crcmod's pure-Python code, about 300x "
+    "slower than its C extension (crcmod was installed without a C compiler). "
+    "Fix: `pip install tfrecord-lite[fast]` (hardware CRC32C), or reinstall crcmod "
+    "with a compiler: `pip install --force-reinstall --no-binary crcmod crcmod`."
+)
+
+
+def mask(crc: int) -> int:
+    """Return TensorFlow's masked form of a 32-bit CRC."""
+    crc &= _U32
+    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & _U32
+
+
+def unmask(masked: int) -> int:
+    """Invert :func:`mask`."""
+    rot = (masked - MASK_DELTA) & _U32
+    return ((rot >> 17) | (rot << 15)) & _U32
+
+
+def _load_crc32c() -> CrcFunction:
+    import crc32c as mod
+
+    if not getattr(mod, "hardware_based", True):
+        raise ImportError("the crc32c package has no hardware support on this CPU")
+    fn: CrcFunction = mod.crc32c
+    return fn
+
+
+def _load_google_crc32c() -> CrcFunction:
+    import google_crc32c as mod
+
+    if getattr(mod, "implementation", "c") != "c":
+        raise ImportError("google-crc32c has no C extension here")
+    value = mod.value
+
+    def fn(data: Buffer) -> int:
+        # google_crc32c accepts only bytes.
+        return int(value(data if isinstance(data, bytes) else bytes(data)))
+
+    return fn
+
+
+def _crcmod_uses_extension() -> bool:
+    import crcmod  # noqa: F401  (loads crcmod.crcmod)
+
+    return bool(getattr(sys.modules["crcmod.crcmod"], "_usingExtension", False))
+
+
+def _load_crcmod() -> CrcFunction:
+    import crcmod.predefined
+
+    if not _crcmod_uses_extension():
+        raise ImportError("crcmod's C extension is not built")
+    fn: CrcFunction = crcmod.predefined.mkCrcFun("crc-32c")
+    return fn
+
+
+def _load_crcmod_python() -> CrcFunction:
+    # crcmod's own pure-Python loop, used explicitly (not via mkCrcFun, which would pick
+    # the C extension whenever it is built) so that this backend can be tested anywhere.
+    import crcmod.predefined
+    from crcmod import _crcfunpy
+
+    table = crcmod.predefined.PredefinedCrc("crc-32c").table
+    crc32r = _crcfunpy._crc32r
+
+    def fn(data: Buffer) -> int:
+        return int(crc32r(data, _U32, table)) ^ _U32
+
+    return fn
+
+
+_LOADERS: dict[str, Callable[[], CrcFunction]] = {
+    "crc32c": _load_crc32c,
+    "google-crc32c": _load_google_crc32c,
+    "crcmod": _load_crcmod,
+    "crcmod-python": _load_crcmod_python,
+}
+
+
+def get_crc_function(name: str) -> CrcFunction:
+    """Return the unmasked CRC-32C function of backend ``name``.
+
+    Raises ``ImportError`` when that backend is not installed here and
+    ``ValueError`` for an unknown name. Meant for tests and benchmarks; normal
+    code calls :func:`crc32c`.
+    """
+    try:
+        loader = _LOADERS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown CRC backend {name!r}; expected one of {', '.join(BACKEND_ORDER)}"
+        ) from None
+    return loader()
+
+
+def available_crc_backends() -> list[str]:
+    """Names of the CRC backends that load on this machine, fastest first."""
+    names = []
+    for name in BACKEND_ORDER:
+        if name == "crcmod-python":
+            # Always there (it is crcmod's fallback); only *chosen* when nothing else loads.
+            names.append(name)
+            continue
+        try:
+            _LOADERS[name]()
+        except ImportError:
+            continue
+        names.append(name)
+    return names
+
+
+def _select() -> tuple[str, CrcFunction]:
+    forced = os.environ.get(ENV_VAR, "").strip()
+    if forced:
+        return forced, get_crc_function(forced)
+    for name in BACKEND_ORDER:
+        try:
+            fn = _LOADERS[name]()
+        except ImportError:
+            continue
+        if name == "crcmod-python":
+            warnings.warn(_SLOW_WARNING, RuntimeWarning, stacklevel=3)
+        return name, fn
+    raise ImportError("no CRC32C implementation could be loaded; install crcmod")  # pragma: no cover
+
+
+_BACKEND_NAME, crc32c = _select()
+
+
+def crc_backend() -> str:
+    """Name of the CRC-32C backend in use: one of :data:`BACKEND_ORDER`."""
+    return _BACKEND_NAME
+
+
+def masked_crc32c(data: Buffer) -> int:
+    """Return TensorFlow's masked CRC-32C of ``data``."""
+    return mask(crc32c(data))

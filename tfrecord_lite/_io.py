@@ -1,0 +1,648 @@
+"""TFRecord files: writing and reading, plain, GZIP and ZLIB.
+
+This is the I/O layer: it opens files, compresses and decompresses, and feeds
+bytes to the sans-I/O :mod:`tfrecord_lite._framing` layer. Names and options
+mirror TensorFlow's ``tf.io.TFRecordWriter``, ``tf.io.TFRecordOptions`` and
+``tf.compat.v1.io.tf_record_iterator``.
+
+Compression (TensorFlow's ``ZlibCompressionOptions``): the whole file is one
+deflate stream over the framed records. ``"ZLIB"`` is RFC 1950 (zlib header,
+e.g. ``78 9c``); ``"GZIP"`` is one RFC 1952 member with mtime 0 and OS byte 3,
+exactly as TensorFlow writes it. Readers also accept concatenated gzip members.
+
+Auto-detection (``compression="auto"``, the readers' default), per file, from
+its first bytes: a valid plain record header (its length CRC verifies) means
+plain, even if the bytes could also start a gzip or zlib stream; otherwise the
+gzip magic ``1f 8b`` means GZIP and a valid zlib header (CMF method 8, check
+bits) means ZLIB; anything else is read as plain, so its error says so.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any, Optional, Union
+
+from ._crc import crc32c, mask
+from ._errors import ClosedError, CompressionError, TFRecordError, TruncatedRecordError
+from ._framing import HEADER_SIZE, RecordDecoder, _as_buffer, record_header
+from ._paths import PathOrFile, expand_paths, is_file_object
+
+__all__ = [
+    "TFRecordCompressionType",
+    "TFRecordOptions",
+    "TFRecordReader",
+    "TFRecordWriter",
+    "detect_compression",
+    "open",
+    "tf_record_iterator",
+]
+
+_builtin_open = open
+
+#: TensorFlow's default zlib buffer sizes (``ZlibCompressionOptions``).
+DEFAULT_BUFFER_SIZE = 256 * 1024
+#: Block size for reading plain files.
+READ_BLOCK_SIZE = 1024 * 1024
+#: At most this many decompressed bytes per inflate call (bounds memory on deflate bombs).
+INFLATE_CHUNK = 1024 * 1024
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_U32 = struct.Struct("<I")
+_COMPRESSIONS = ("", "ZLIB", "GZIP")
+
+
+class TFRecordCompressionType:
+    """Compression types, as ``tf.io.TFRecordCompressionType``."""
+
+    NONE = 0
+    ZLIB = 1
+    GZIP = 2
+
+
+_TYPE_NAMES = {
+    TFRecordCompressionType.NONE: "",
+    TFRecordCompressionType.ZLIB: "ZLIB",
+    TFRecordCompressionType.GZIP: "GZIP",
+}
+
+
+def _compression_name(value: object, *, allow_auto: bool) -> str:
+    """Normalise a compression argument to "", "ZLIB", "GZIP" (or "auto")."""
+    if value is None:
+        return ""
+    if isinstance(value, TFRecordOptions):
+        return value.compression_type
+    if isinstance(value, bool):
+        raise TypeError("compression must be None, a string or TFRecordOptions, got bool")
+    if isinstance(value, int):
+        if value in _TYPE_NAMES:
+            return _TYPE_NAMES[value]
+    elif isinstance(value, str):
+        upper = value.strip().upper()
+        if upper in ("", "NONE"):
+            return ""
+        if upper in ("ZLIB", "GZIP"):
+            return upper
+        if upper == "AUTO":
+            if allow_auto:
+                return "auto"
+            raise ValueError('compression="auto" is for readers; a writer needs "", "GZIP" or "ZLIB"')
+    else:
+        raise TypeError(
+            "compression must be None, a string or TFRecordOptions, "
+            f"got {type(value).__name__}"
+        )
+    allowed = '"", "GZIP", "ZLIB"' + (', "auto"' if allow_auto else "")
+    raise ValueError(f"Not a valid compression_type: {value!r}; expected one of {allowed}")
+
+
+def _check_range(name: str, value: Optional[int], low: int, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+
+
+class TFRecordOptions:
+    """Options for TFRecord files, as ``tf.io.TFRecordOptions``.
+
+    ``compression_type`` is ``None``/``""``, ``"ZLIB"`` or ``"GZIP"`` (or a
+    :class:`TFRecordCompressionType` value). The zlib settings default to
+    TensorFlow's: level -1 (zlib's 6), window bits 15, memory level 9, strategy 0,
+    256 KiB buffers.
+    """
+
+    compression_type_map = _TYPE_NAMES
+
+    def __init__(
+        self,
+        compression_type: Union[str, int, None] = None,
+        flush_mode: Optional[int] = None,
+        input_buffer_size: Optional[int] = None,
+        output_buffer_size: Optional[int] = None,
+        window_bits: Optional[int] = None,
+        compression_level: Optional[int] = None,
+        compression_method: Optional[int] = None,
+        mem_level: Optional[int] = None,
+        compression_strategy: Optional[int] = None,
+    ) -> None:
+        self.compression_type = _compression_name(compression_type, allow_auto=False)
+        _check_range("compression_level", compression_level, -1, 9)
+        _check_range("mem_level", mem_level, 1, 9)
+        _check_range("compression_strategy", compression_strategy, 0, 4)
+        _check_range("input_buffer_size", input_buffer_size, 1, 2**31)
+        _check_range("output_buffer_size", output_buffer_size, 1, 2**31)
+        if window_bits is not None:
+            _check_range("window_bits", window_bits, 8, 31)
+            if 15 < window_bits < 24:
+                raise ValueError(
+                    f"window_bits must be 8..15 (or 24..31 meaning gzip), got {window_bits}"
+                )
+        if compression_method is not None and compression_method != zlib.DEFLATED:
+            raise ValueError(f"compression_method must be {zlib.DEFLATED} (deflate), got {compression_method}")
+        allowed_flush = (zlib.Z_NO_FLUSH, zlib.Z_PARTIAL_FLUSH, zlib.Z_SYNC_FLUSH, zlib.Z_FULL_FLUSH)
+        if flush_mode is not None and flush_mode not in allowed_flush:
+            raise ValueError(f"flush_mode must be one of {allowed_flush}, got {flush_mode}")
+        self.flush_mode = flush_mode
+        self.input_buffer_size = input_buffer_size
+        self.output_buffer_size = output_buffer_size
+        self.window_bits = window_bits
+        self.compression_level = compression_level
+        self.compression_method = compression_method
+        self.mem_level = mem_level
+        self.compression_strategy = compression_strategy
+
+    @classmethod
+    def get_compression_type_string(cls, options: Union[TFRecordOptions, str, int, None]) -> str:
+        """Return ``""``, ``"ZLIB"`` or ``"GZIP"`` for options or a compression type."""
+        return _compression_name(options, allow_auto=False)
+
+    def _wbits(self) -> int:
+        bits = 15 if self.window_bits is None else self.window_bits
+        bits = bits - 16 if bits > 15 else bits
+        bits = max(bits, 9)  # zlib rejects 8 for deflate; TensorFlow's zlib raises it to 9 too
+        return bits + 16 if self.compression_type == "GZIP" else bits
+
+    def _compressobj(self) -> Any:
+        return zlib.compressobj(
+            -1 if self.compression_level is None else self.compression_level,
+            zlib.DEFLATED,
+            self._wbits(),
+            9 if self.mem_level is None else self.mem_level,
+            0 if self.compression_strategy is None else self.compression_strategy,
+        )
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{k}={v!r}" for k, v in vars(self).items() if v is not None and v != ""
+        )
+        return f"TFRecordOptions({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TFRecordOptions) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _as_options(compression: object, options: object) -> TFRecordOptions:
+    if compression is not None and options is not None:
+        raise TypeError("pass either compression= or options=, not both")
+    value = options if options is not None else compression
+    if isinstance(value, TFRecordOptions):
+        return value
+    return TFRecordOptions(compression_type=_compression_name(value, allow_auto=False))
+
+
+def detect_compression(head: bytes) -> str:
+    """Guess a file's compression from its first bytes: ``""``, ``"GZIP"`` or ``"ZLIB"``.
+
+    At least 12 bytes should be given (fewer are read as plain, which then fails
+    as a truncated record).
+    """
+    if len(head) >= HEADER_SIZE:
+        (stored,) = _U32.unpack_from(head, 8)
+        if mask(crc32c(head[:8])) == stored:
+            return ""
+    if head[:2] == _GZIP_MAGIC:
+        return "GZIP"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "ZLIB"
+    return ""
+
+
+def _open_binary(path: str, mode: str, buffering: int = -1) -> IO[bytes]:
+    if "://" in path:
+        try:
+            import fsspec  # type: ignore[import-not-found]
+        except ImportError:
+            raise ValueError(
+                f"{path!r} is a URL; reading and writing URLs needs fsspec and its "
+                "filesystem (e.g. `pip install fsspec gcsfs` for gs://, `s3fs` for s3://)"
+            ) from None
+        f: IO[bytes] = fsspec.open(path, mode).open()
+        return f
+    return _builtin_open(path, mode, buffering=buffering)
+
+
+def _describe(source: object) -> Optional[str]:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)  # type: ignore[return-value]
+    name = getattr(source, "name", None)
+    return name if isinstance(name, str) else None
+
+
+# --------------------------------------------------------------------------- writer
+
+
+class TFRecordWriter:
+    """Write records to a TFRecord file, as ``tf.io.TFRecordWriter``.
+
+    >>> with TFRecordWriter("train.tfrecord", "GZIP") as w:     # doctest: +SKIP
+    ...     w.write(example.SerializeToString())
+
+    ``path`` is a ``str``/``os.PathLike`` (the file is created or truncated) or an
+    open binary file object (written from its current position and left open by
+    :meth:`close`). ``compression`` is ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` or a
+    :class:`TFRecordOptions`; ``options=`` is accepted as TensorFlow's keyword.
+
+    The writer is safe to share between threads: each record is written whole.
+    """
+
+    def __init__(
+        self,
+        path: PathOrFile,
+        compression: Union[str, int, TFRecordOptions, None] = None,
+        *,
+        options: Union[str, int, TFRecordOptions, None] = None,
+    ) -> None:
+        self._options = _as_options(compression, options)
+        self.compression = self._options.compression_type
+        self.path = _describe(path)
+        self._owns_file = not is_file_object(path)
+        self._file: Optional[IO[bytes]] = None
+        if self._owns_file:
+            self._file = _open_binary(os.fspath(path), "wb", buffering=0)  # type: ignore[arg-type]
+        else:
+            self._file = path  # type: ignore[assignment]
+        self._zobj = self._options._compressobj() if self.compression else None
+        self._flush_mode = self._options.flush_mode or zlib.Z_NO_FLUSH
+        self._buffer_size = self._options.output_buffer_size or DEFAULT_BUFFER_SIZE
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._lock = threading.Lock()
+        self.records_written = 0
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has been called."""
+        return self._file is None
+
+    def _check_open(self) -> IO[bytes]:
+        if self._file is None:
+            raise ClosedError("Writer is closed.", path=self.path)
+        return self._file
+
+    def write(self, record: Union[bytes, bytearray, memoryview]) -> None:
+        """Append one record (its bytes, e.g. ``example.SerializeToString()``)."""
+        data = _as_buffer(record)
+        with self._lock:
+            self._check_open()
+            self._append(data)
+
+    def write_all(self, records: Iterable[Union[bytes, bytearray, memoryview]]) -> int:
+        """Append every record of an iterable; return how many were written."""
+        count = 0
+        with self._lock:
+            self._check_open()
+            for record in records:
+                self._append(_as_buffer(record))
+                count += 1
+        return count
+
+    def _append(self, data: Union[bytes, bytearray, memoryview]) -> None:
+        header = record_header(len(data))
+        footer = _U32.pack(mask(crc32c(data)))
+        parts = self._parts
+        parts.append(header)
+        parts.append(data)  # type: ignore[arg-type]
+        parts.append(footer)
+        self._pending += len(data) + 16
+        self.records_written += 1
+        if self._flush_mode != zlib.Z_NO_FLUSH:
+            self._drain(self._flush_mode)
+        elif self._pending >= self._buffer_size:
+            self._drain(None)
+
+    def _drain(self, zlib_flush: Optional[int]) -> None:
+        f = self._file
+        assert f is not None
+        if self._parts:
+            blob = b"".join(self._parts)
+            self._parts = []
+            self._pending = 0
+            if self._zobj is not None:
+                blob = self._zobj.compress(blob)
+            if blob:
+                f.write(blob)
+        if self._zobj is not None and zlib_flush is not None:
+            f.write(self._zobj.flush(zlib_flush))
+
+    def flush(self) -> None:
+        """Write out everything buffered so far.
+
+        After ``flush()``, another reader of the file sees every record written so
+        far, for compressed files too (the deflate stream is sync-flushed).
+        """
+        with self._lock:
+            f = self._check_open()
+            self._drain(zlib.Z_SYNC_FLUSH)
+            f.flush()
+
+    def close(self) -> None:
+        """Finish the file (compressed streams get their end marker) and close it.
+
+        Calling ``close()`` again does nothing. A file object passed in by the
+        caller is flushed but left open.
+        """
+        with self._lock:
+            f = self._file
+            if f is None:
+                return
+            try:
+                self._drain(zlib.Z_FINISH)
+                f.flush()
+            finally:
+                self._file = None
+                self._zobj = None
+                if self._owns_file:
+                    f.close()
+
+    def __enter__(self) -> TFRecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Finish the stream if the writer is dropped without close(), as files do.
+        try:
+            if getattr(self, "_file", None) is not None:
+                self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return (
+            f"<TFRecordWriter {self.path!r} compression={self.compression!r} "
+            f"records={self.records_written} {state}>"
+        )
+
+
+# --------------------------------------------------------------------------- reader
+
+
+def _read_blocks(f: IO[bytes], size: int) -> Iterator[bytes]:
+    read = f.read
+    while True:
+        block = read(size)
+        if not block:
+            return
+        yield block
+
+
+class _StreamEnd(Exception):
+    """Internal: the compressed input ended before the deflate stream did."""
+
+
+def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Iterator[bytes]:
+    """Decompress a GZIP (possibly several members) or ZLIB stream, in bounded chunks.
+
+    Raises :class:`_StreamEnd` (after yielding everything decodable) when the input
+    ends before the stream's end marker, so the caller can say which record was cut.
+    """
+    wbits = 31 if compression == "GZIP" else 15
+    z = zlib.decompressobj(wbits)
+    consumed = 0  # compressed bytes handed to z so far
+    started = False
+    for block in raw:
+        data = block
+        while data:
+            started = True
+            try:
+                out = z.decompress(data, INFLATE_CHUNK)
+            except zlib.error as err:
+                raise CompressionError(
+                    f"the {compression} stream is damaged: {err} (near compressed byte "
+                    f"{consumed}); the file is corrupt, or is not {compression}",
+                    path=path,
+                ) from None
+            if out:
+                yield out
+            rest = z.unused_data if z.eof else z.unconsumed_tail
+            consumed += len(data) - len(rest)
+            data = rest
+            if z.eof:
+                if compression == "GZIP" and rest[:2] == _GZIP_MAGIC:
+                    z = zlib.decompressobj(wbits)  # the next concatenated member
+                    continue
+                if compression == "GZIP" and rest.strip(b"\x00"):
+                    raise CompressionError(
+                        f"unexpected bytes after the end of the GZIP stream (compressed byte "
+                        f"{consumed}): not a gzip member; the file is damaged",
+                        path=path,
+                    )
+                # Zero padding after gzip, or anything after a ZLIB stream (TensorFlow
+                # ignores it too): the stream is complete; stop reading.
+                return
+    if started and not z.eof:
+        tail = z.flush()
+        if tail:
+            yield tail
+        raise _StreamEnd()
+
+
+class TFRecordReader:
+    """Read the records of one or more TFRecord files, as ``bytes``.
+
+    >>> with TFRecordReader("data/train-*.tfrecord") as reader:   # doctest: +SKIP
+    ...     for record in reader:
+    ...         example = tfrecord_lite.train.Example.FromString(record)
+
+    ``paths``: a path, an open binary file, a glob pattern, a directory, a shard
+    spec ``name@N``, or a list of those (see :func:`tfrecord_lite.expand_paths`).
+    ``compression``: ``"auto"`` (default: detected per file), ``None``/``""``,
+    ``"GZIP"``, ``"ZLIB"`` or :class:`TFRecordOptions`. ``verify=False`` skips the
+    CRC checks (faster; damaged data then goes unnoticed).
+
+    While iterating, :attr:`path` is the file being read and :attr:`index` the
+    number of records yielded from it so far.
+    """
+
+    def __init__(
+        self,
+        paths: Union[PathOrFile, Sequence[PathOrFile]],
+        compression: Union[str, int, TFRecordOptions, None] = "auto",
+        *,
+        verify: bool = True,
+        buffer_size: Optional[int] = None,
+        options: Union[str, int, TFRecordOptions, None] = None,
+    ) -> None:
+        if options is not None:
+            if compression != "auto":
+                raise TypeError("pass either compression= or options=, not both")
+            compression = options
+        self.compression = _compression_name(compression, allow_auto=True)
+        if isinstance(compression, TFRecordOptions) and compression.input_buffer_size and buffer_size is None:
+            buffer_size = compression.input_buffer_size
+        _check_range("buffer_size", buffer_size, 1, 2**31)
+        self.files = expand_paths(paths)
+        self.verify = verify
+        self.buffer_size = buffer_size or READ_BLOCK_SIZE
+        self.path: Optional[str] = None
+        self.index = 0
+        self._gen: Optional[Iterator[bytes]] = None
+        self._closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._closed:
+            raise ClosedError("Reader is closed.", path=self.path)
+        if self._gen is None:
+            self._gen = self._records()
+        record = next(self._gen)
+        self.index += 1
+        return record
+
+    def _records(self) -> Iterator[bytes]:
+        for source in self.files:
+            self.path = _describe(source)
+            self.index = 0
+            yield from read_records(
+                source, self.compression, verify=self.verify, buffer_size=self.buffer_size
+            )
+
+    def close(self) -> None:
+        """Stop reading and close the current file. Idempotent."""
+        self._closed = True
+        if self._gen is not None:
+            gen, self._gen = self._gen, None
+            gen.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> TFRecordReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<TFRecordReader files={len(self.files)} compression={self.compression!r}>"
+
+
+def read_records(
+    source: PathOrFile,
+    compression: str = "auto",
+    *,
+    verify: bool = True,
+    buffer_size: int = READ_BLOCK_SIZE,
+) -> Iterator[bytes]:
+    """Yield the records of one file (path or binary file object) as ``bytes``.
+
+    Errors carry the file's name and the record's offset and index.
+    """
+    compression = _compression_name(compression, allow_auto=True)
+    path = _describe(source)
+    owns = not is_file_object(source)
+    f: IO[bytes] = (
+        _open_binary(os.fspath(source), "rb", buffering=0)  # type: ignore[arg-type]
+        if owns
+        else source  # type: ignore[assignment]
+    )
+    try:
+        stream_size = _remaining_size(f) if owns else None
+        raw = _read_blocks(f, buffer_size)
+        first = next(raw, b"")
+        while 0 < len(first) < HEADER_SIZE:  # make sure detection sees a whole header
+            more = next(raw, b"")
+            if not more:
+                break
+            first += more
+        if compression == "auto":
+            compression = detect_compression(first)
+        chunks: Iterator[bytes] = _chain(first, raw)
+        if compression:
+            chunks = _inflate(chunks, compression, path)
+            stream_size = None
+        decoder = RecordDecoder(verify=verify, stream_size=stream_size)
+        try:
+            try:
+                for chunk in chunks:
+                    decoder.feed(chunk)
+                    yield from _decoded(decoder)
+            except _StreamEnd:
+                yield from _decoded(decoder)
+                decoder.close()  # raises if the cut is inside a record
+                raise TruncatedRecordError(
+                    f"the {compression} stream ends before its end marker, after "
+                    f"{decoder.index} complete records: the file was cut short or its "
+                    "writer was not closed",
+                    offset=decoder.offset,
+                    index=decoder.index,
+                ) from None
+            yield from _decoded(decoder)  # a deferred error is raised here
+            decoder.close()
+        except TFRecordError as err:
+            if err.path is None and path is not None:
+                raise err.with_location(path=path) from None
+            raise
+    finally:
+        if owns:
+            f.close()
+
+
+def _decoded(decoder: RecordDecoder) -> Iterator[bytes]:
+    while True:
+        batch = decoder.records()
+        if not batch:
+            return
+        yield from batch
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from rest
+
+
+def _remaining_size(f: IO[bytes]) -> Optional[int]:
+    try:
+        if not f.seekable():
+            return None
+        return os.fstat(f.fileno()).st_size - f.tell()
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+def tf_record_iterator(
+    path: Union[PathOrFile, Sequence[PathOrFile]],
+    compression: Union[str, int, TFRecordOptions, None] = "auto",
+    *,
+    verify: bool = True,
+    options: Union[str, int, TFRecordOptions, None] = None,
+) -> Iterator[bytes]:
+    """Yield every record of a TFRecord file (or files) as ``bytes``.
+
+    The counterpart of ``tf.compat.v1.io.tf_record_iterator(path, options)``;
+    the second argument also takes TensorFlow's options. Compression is detected
+    by default. See :class:`TFRecordReader` for the accepted ``path`` forms.
+    """
+    with TFRecordReader(path, compression, verify=verify, options=options) as reader:
+        yield from reader
+
+
+def open(  # noqa: A001  (mirrors the builtin, like gzip.open)
+    path: PathOrFile,
+    mode: str = "r",
+    compression: Union[str, int, TFRecordOptions, None] = None,
+    *,
+    verify: bool = True,
+) -> Union[TFRecordReader, TFRecordWriter]:
+    """Open a TFRecord file for reading (``"r"``) or writing (``"w"``).
+
+    ``mode`` may carry a ``"b"`` (ignored: records are always bytes). Reading
+    detects compression unless it is given.
+    """
+    m = mode.replace("b", "")
+    if m == "r":
+        return TFRecordReader(path, "auto" if compression is None else compression, verify=verify)
+    if m == "w":
+        return TFRecordWriter(path, compression)
+    raise ValueError(f"mode must be 'r' or 'w', got {mode!r}")
