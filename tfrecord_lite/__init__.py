@@ -19,9 +19,13 @@ Layers, bottom up (each module imports only those above it in this list):
 ``_crc``               CRC-32C backends and TensorFlow's masked CRC
 ``_framing``           sans-I/O record framing over bytes / memoryview
 ``_paths``, ``_io``    files, globs, shards, GZIP/ZLIB, writer and reader
+``_schema``,           feature specs and dtypes; sparse and ragged values
+``_values``
+``_parse``             schema-driven parsing of Example / SequenceExample
 =====================  ==========================================================
 """
 
+from . import io
 from ._crc import available_crc_backends, crc32c, crc_backend, masked_crc32c
 from ._errors import (
     ClosedError,
@@ -43,23 +47,51 @@ from ._io import (
     read_records,
     tf_record_iterator,
 )
+from ._parse import (
+    parse_example,
+    parse_sequence_example,
+    parse_single_example,
+    parse_single_sequence_example,
+)
 from ._paths import expand_paths, shard_name
+from ._schema import (
+    DType,
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    SparseFeature,
+    VarLenFeature,
+    as_dtype,
+    float32,
+    int64,
+    string,
+)
+from ._values import RaggedValue, SparseValue
 from ._version import __version__
 
 __all__ = [
     "ClosedError",
     "CompressionError",
     "CorruptRecordError",
+    "DType",
     "DataLossError",
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
     "ParseError",
+    "RaggedFeature",
+    "RaggedValue",
     "RecordDecoder",
+    "SparseFeature",
+    "SparseValue",
     "TFRecordCompressionType",
     "TFRecordError",
     "TFRecordOptions",
     "TFRecordReader",
     "TFRecordWriter",
     "TruncatedRecordError",
+    "VarLenFeature",
     "__version__",
+    "as_dtype",
     "available_crc_backends",
     "crc32c",
     "crc_backend",
@@ -67,10 +99,18 @@ __all__ = [
     "encode_record",
     "encode_records",
     "expand_paths",
+    "float32",
+    "int64",
+    "io",
     "iter_records",
     "masked_crc32c",
     "open",
+    "parse_example",
+    "parse_sequence_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
     "read_records",
     "shard_name",
+    "string",
     "tf_record_iterator",
 ]

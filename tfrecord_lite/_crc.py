@@ -176,7 +176,9 @@ def _select() -> tuple[str, CrcFunction]:
         if name == "crcmod-python":
             warnings.warn(_SLOW_WARNING, RuntimeWarning, stacklevel=3)
         return name, fn
-    raise ImportError("no CRC32C implementation could be loaded; install crcmod")  # pragma: no cover
+    raise ImportError(
+        "no CRC32C implementation could be loaded; install crcmod"
+    )  # pragma: no cover
 
 
 _BACKEND_NAME, crc32c = _select()

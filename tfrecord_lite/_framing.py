@@ -106,18 +106,22 @@ def _as_buffer(data: object) -> Buffer:
     if isinstance(data, (bytes, bytearray)):
         return data
     if isinstance(data, memoryview):
-        return data if data.contiguous and data.format in ("B", "b", "c") else data.cast("B")
+        # len() of a multi-dimensional or wide-item view is not its byte count.
+        if data.ndim == 1 and data.itemsize == 1 and data.contiguous:
+            return data
+        return data.cast("B") if data.c_contiguous else data.tobytes()
     if isinstance(data, str):
         raise TypeError(
             "a record must be bytes, got str: encode it first (e.g. s.encode()) "
             "or build an Example with tfrecord_lite.encode_example()"
         )
     try:
-        return memoryview(data).cast("B")  # type: ignore[arg-type]
+        view = memoryview(data)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(
             f"a record must be a bytes-like object, got {type(data).__name__}"
         ) from None
+    return _as_buffer(view)
 
 
 def _header_error(
@@ -166,8 +170,10 @@ def iter_records(
     a buffer that is a slice of a larger stream). A stream that ends inside a
     record raises :class:`TruncatedRecordError` after the complete records.
     """
+    buf = _as_buffer(buf)
     decoder = RecordDecoder(verify=verify, offset=offset, index=index, stream_size=len(buf))
-    decoder.feed(buf)
+    # The caller's buffer is used in place (no copy); it must not change while iterating.
+    decoder._feed(buf)
     while True:
         batch = decoder.records(max_records=1024)
         if not batch:
@@ -228,7 +234,15 @@ class RecordDecoder:
         return self._pending
 
     def feed(self, data: Buffer) -> None:
-        """Add the next bytes of the stream."""
+        """Add the next bytes of the stream.
+
+        ``bytes`` are kept as they are; any other buffer is copied, so the caller may
+        reuse it (e.g. with ``readinto``) as soon as ``feed`` returns.
+        """
+        data = _as_buffer(data)
+        self._feed(data if isinstance(data, bytes) else bytes(data))
+
+    def _feed(self, data: Buffer) -> None:
         if self._closed:
             raise ValueError("RecordDecoder.feed() called after close()")
         if data:
@@ -263,11 +277,13 @@ class RecordDecoder:
                 if verify and mask(crc32c(buf[pos : pos + 8])) != length_crc:
                     raise _header_error(buf, pos, length_crc, index, offset)
                 total = length + RECORD_OVERHEAD
-                if limit is not None and offset + total > limit:
-                    have = limit - offset
-                    what = "data" if have < HEADER_SIZE + length else "footer"
-                    raise _truncated(what, total, have, offset, index)
                 if end - pos < total:
+                    # Only when the bytes are not here: a file may have grown since its
+                    # size was taken (a writer appending), and its new records are fine.
+                    if limit is not None and offset + total > limit:
+                        have = max(limit - offset, end - pos)
+                        what = "data" if have < HEADER_SIZE + length else "footer"
+                        raise _truncated(what, total, have, offset, index)
                     need = total
                     break
                 data_start = pos + HEADER_SIZE
@@ -282,16 +298,12 @@ class RecordDecoder:
                 offset += total
                 index += 1
                 left -= 1
-        except CorruptRecordError as err:
+        except (CorruptRecordError, TruncatedRecordError) as err:
+            # Remembered, so that later calls (and close()) raise this same error.
+            self._error = err
             if not out:
                 self._keep(buf, pos, end, offset, index, HEADER_SIZE)
                 raise
-            self._error = err
-        except TruncatedRecordError as err:
-            if not out:
-                self._keep(buf, pos, end, offset, index, HEADER_SIZE)
-                raise
-            self._error = err
         self._keep(buf, pos, end, offset, index, need)
         return out
 

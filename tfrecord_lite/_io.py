@@ -90,11 +90,12 @@ def _compression_name(value: object, *, allow_auto: bool) -> str:
         if upper == "AUTO":
             if allow_auto:
                 return "auto"
-            raise ValueError('compression="auto" is for readers; a writer needs "", "GZIP" or "ZLIB"')
+            raise ValueError(
+                'compression="auto" is for readers; a writer needs "", "GZIP" or "ZLIB"'
+            )
     else:
         raise TypeError(
-            "compression must be None, a string or TFRecordOptions, "
-            f"got {type(value).__name__}"
+            f"compression must be None, a string or TFRecordOptions, got {type(value).__name__}"
         )
     allowed = '"", "GZIP", "ZLIB"' + (', "auto"' if allow_auto else "")
     raise ValueError(f"Not a valid compression_type: {value!r}; expected one of {allowed}")
@@ -145,8 +146,15 @@ class TFRecordOptions:
                     f"window_bits must be 8..15 (or 24..31 meaning gzip), got {window_bits}"
                 )
         if compression_method is not None and compression_method != zlib.DEFLATED:
-            raise ValueError(f"compression_method must be {zlib.DEFLATED} (deflate), got {compression_method}")
-        allowed_flush = (zlib.Z_NO_FLUSH, zlib.Z_PARTIAL_FLUSH, zlib.Z_SYNC_FLUSH, zlib.Z_FULL_FLUSH)
+            raise ValueError(
+                f"compression_method must be {zlib.DEFLATED} (deflate), got {compression_method}"
+            )
+        allowed_flush = (
+            zlib.Z_NO_FLUSH,
+            zlib.Z_PARTIAL_FLUSH,
+            zlib.Z_SYNC_FLUSH,
+            zlib.Z_FULL_FLUSH,
+        )
         if flush_mode is not None and flush_mode not in allowed_flush:
             raise ValueError(f"flush_mode must be one of {allowed_flush}, got {flush_mode}")
         self.flush_mode = flush_mode
@@ -179,9 +187,7 @@ class TFRecordOptions:
         )
 
     def __repr__(self) -> str:
-        fields = ", ".join(
-            f"{k}={v!r}" for k, v in vars(self).items() if v is not None and v != ""
-        )
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None and v != "")
         return f"TFRecordOptions({fields})"
 
     def __eq__(self, other: object) -> bool:
@@ -211,7 +217,12 @@ def detect_compression(head: bytes) -> str:
             return ""
     if head[:2] == _GZIP_MAGIC:
         return "GZIP"
-    if len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0:
+    if (
+        len(head) >= 2
+        and head[0] & 0x0F == 8
+        and head[0] >> 4 <= 7
+        and (head[0] << 8 | head[1]) % 31 == 0
+    ):
         return "ZLIB"
     return ""
 
@@ -219,7 +230,7 @@ def detect_compression(head: bytes) -> str:
 def _open_binary(path: str, mode: str, buffering: int = -1) -> IO[bytes]:
     if "://" in path:
         try:
-            import fsspec  # type: ignore[import-not-found]
+            import fsspec  # type: ignore[import-not-found,import-untyped,unused-ignore]
         except ImportError:
             raise ValueError(
                 f"{path!r} is a URL; reading and writing URLs needs fsspec and its "
@@ -232,7 +243,7 @@ def _open_binary(path: str, mode: str, buffering: int = -1) -> IO[bytes]:
 
 def _describe(source: object) -> Optional[str]:
     if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)  # type: ignore[return-value]
+        return os.fspath(source)
     name = getattr(source, "name", None)
     return name if isinstance(name, str) else None
 
@@ -306,11 +317,15 @@ class TFRecordWriter:
         return count
 
     def _append(self, data: Union[bytes, bytearray, memoryview]) -> None:
+        if not isinstance(data, bytes):
+            # Buffered until the next drain: copy, so that a caller reusing its
+            # bytearray / memoryview cannot change a record after its CRC was taken.
+            data = bytes(data)
         header = record_header(len(data))
         footer = _U32.pack(mask(crc32c(data)))
         parts = self._parts
         parts.append(header)
-        parts.append(data)  # type: ignore[arg-type]
+        parts.append(data)
         parts.append(footer)
         self._pending += len(data) + 16
         self.records_written += 1
@@ -329,9 +344,9 @@ class TFRecordWriter:
             if self._zobj is not None:
                 blob = self._zobj.compress(blob)
             if blob:
-                f.write(blob)
+                _write_all(f, blob)
         if self._zobj is not None and zlib_flush is not None:
-            f.write(self._zobj.flush(zlib_flush))
+            _write_all(f, self._zobj.flush(zlib_flush))
 
     def flush(self) -> None:
         """Write out everything buffered so far.
@@ -385,6 +400,22 @@ class TFRecordWriter:
         )
 
 
+def _write_all(f: IO[bytes], data: bytes) -> None:
+    """``f.write(data)``, repeated until every byte is written.
+
+    A raw file (``open(..., buffering=0)``, or one passed in) may write fewer bytes
+    than asked: Linux writes at most 2**31 - 4096 bytes per call, pipes and signals
+    cut writes short. Objects whose ``write`` returns ``None`` are taken to have
+    written everything.
+    """
+    view = memoryview(data)
+    while view:
+        n = f.write(view)
+        if n is None or n >= len(view):
+            return
+        view = view[n:]
+
+
 # --------------------------------------------------------------------------- reader
 
 
@@ -411,9 +442,37 @@ def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Ite
     z = zlib.decompressobj(wbits)
     consumed = 0  # compressed bytes handed to z so far
     started = False
+    padding = False  # zero bytes seen after a complete gzip member
+    carry = b""  # bytes after a complete gzip member, too few to tell what follows
     for block in raw:
-        data = block
+        data = carry + block if carry else block
+        carry = b""
         while data:
+            if z.eof:
+                # ``data`` follows a complete stream (the member may have ended
+                # exactly at a block boundary, so this is checked here, per block).
+                if compression != "GZIP":
+                    return  # anything after a ZLIB stream is ignored, as TensorFlow does
+                if padding or data[0] == 0:
+                    if data.strip(b"\x00"):
+                        raise CompressionError(
+                            "unexpected bytes after the zero padding that follows the GZIP "
+                            f"stream (compressed byte {consumed}); the file is damaged",
+                            path=path,
+                        )
+                    padding = True
+                    consumed += len(data)
+                    break
+                if len(data) < 2:
+                    carry = data
+                    break
+                if data[:2] != _GZIP_MAGIC:
+                    raise CompressionError(
+                        f"unexpected bytes after the end of the GZIP stream (compressed byte "
+                        f"{consumed}): not a gzip member; the file is damaged",
+                        path=path,
+                    )
+                z = zlib.decompressobj(wbits)  # the next concatenated member
             started = True
             try:
                 out = z.decompress(data, INFLATE_CHUNK)
@@ -428,24 +487,25 @@ def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Ite
             rest = z.unused_data if z.eof else z.unconsumed_tail
             consumed += len(data) - len(rest)
             data = rest
-            if z.eof:
-                if compression == "GZIP" and rest[:2] == _GZIP_MAGIC:
-                    z = zlib.decompressobj(wbits)  # the next concatenated member
-                    continue
-                if compression == "GZIP" and rest.strip(b"\x00"):
-                    raise CompressionError(
-                        f"unexpected bytes after the end of the GZIP stream (compressed byte "
-                        f"{consumed}): not a gzip member; the file is damaged",
-                        path=path,
-                    )
-                # Zero padding after gzip, or anything after a ZLIB stream (TensorFlow
-                # ignores it too): the stream is complete; stop reading.
-                return
+    if carry:  # one byte after the last member: the start of a member, cut short?
+        if carry != _GZIP_MAGIC[:1]:
+            raise CompressionError(
+                f"unexpected byte after the end of the GZIP stream (compressed byte "
+                f"{consumed}): not a gzip member; the file is damaged",
+                path=path,
+            )
+        raise _StreamEnd()
     if started and not z.eof:
-        tail = z.flush()
+        try:
+            tail = z.flush()
+        except zlib.error as err:  # pragma: no cover - flush() of an inflater rarely fails
+            raise CompressionError(
+                f"the {compression} stream is damaged: {err}", path=path
+            ) from None
         if tail:
             yield tail
-        raise _StreamEnd()
+        if not z.eof:
+            raise _StreamEnd()
 
 
 class TFRecordReader:
@@ -479,7 +539,11 @@ class TFRecordReader:
                 raise TypeError("pass either compression= or options=, not both")
             compression = options
         self.compression = _compression_name(compression, allow_auto=True)
-        if isinstance(compression, TFRecordOptions) and compression.input_buffer_size and buffer_size is None:
+        if (
+            isinstance(compression, TFRecordOptions)
+            and compression.input_buffer_size
+            and buffer_size is None
+        ):
             buffer_size = compression.input_buffer_size
         _check_range("buffer_size", buffer_size, 1, 2**31)
         self.files = expand_paths(paths)
@@ -628,7 +692,7 @@ def tf_record_iterator(
         yield from reader
 
 
-def open(  # noqa: A001  (mirrors the builtin, like gzip.open)
+def open(  # mirrors the builtin, like gzip.open
     path: PathOrFile,
     mode: str = "r",
     compression: Union[str, int, TFRecordOptions, None] = None,

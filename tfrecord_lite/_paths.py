@@ -69,7 +69,9 @@ def _expand_one(item: Union[str, os.PathLike[str]]) -> list[str]:
             raise ValueError(f"shard spec {path!r} must name at least one shard")
         return [shard_name(m.group("prefix"), i, count) for i in range(count)]
     if _GLOB_CHARS.search(path) and not os.path.exists(path):
-        matches = sorted(p for p in glob.glob(path) if not p.endswith(INDEX_SUFFIXES))
+        matches = sorted(
+            p for p in glob.glob(path) if not p.endswith(INDEX_SUFFIXES) and not os.path.isdir(p)
+        )
         if not matches:
             raise FileNotFoundError(f"no files match the pattern {path!r}")
         return matches
@@ -87,8 +89,7 @@ def expand_paths(paths: Union[PathOrFile, Sequence[PathOrFile]]) -> list[PathOrF
             items = list(paths)  # type: ignore[arg-type]
         except TypeError:
             raise TypeError(
-                "expected a path, a file object, or a list of them; "
-                f"got {type(paths).__name__}"
+                f"expected a path, a file object, or a list of them; got {type(paths).__name__}"
             ) from None
     out: list[PathOrFile] = []
     for item in items:
@@ -97,9 +98,7 @@ def expand_paths(paths: Union[PathOrFile, Sequence[PathOrFile]]) -> list[PathOrF
         elif isinstance(item, (str, os.PathLike)):
             out.extend(_expand_one(item))
         else:
-            raise TypeError(
-                f"expected a path or a binary file object, got {type(item).__name__}"
-            )
+            raise TypeError(f"expected a path or a binary file object, got {type(item).__name__}")
     if not out:
         raise ValueError("no files given")
     return out

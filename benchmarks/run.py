@@ -1,0 +1,630 @@
+"""Run the benchmarks and write ``benchmarks/RESULTS.md`` and ``benchmarks/results.json``.
+
+    python -m benchmarks.run [--quick] [--peers] [--tasks T ...] [--out benchmarks/RESULTS.md]
+
+Every (task, implementation) runs in its own child process per repetition, so
+imports, TensorFlow's thread pools and peak RSS never leak from one run into the
+next. Implementations alternate (A B C A B C ...) so that drift on a shared,
+noisy machine hits them alike. Inside a child each variant is timed repeatedly
+for ``--min-time`` seconds and the child reports its median; across children the
+report gives the median, min and max. Rates are records/s (``krec/s``) or bytes
+of the file per second (``MB/s``, 10^6 bytes).
+
+Columns: ``tfrecord_lite`` (CRC backend chosen automatically: the ``fast`` extra
+when installed), ``tfrecord_lite (crcmod)`` (``TFRECORD_LITE_CRC_BACKEND=crcmod``:
+what users without the ``fast`` extra get), and with ``--peers`` TensorFlow, the
+``tfrecord`` package and a naive per-record loop. A name missing from our API
+shows as "n/a (missing: name)".
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from . import data, tasks
+from .tasks import TASKS, TaskInfo
+
+ROOT = Path(__file__).resolve().parent.parent
+CRC_ENV = "TFRECORD_LITE_CRC_BACKEND"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the report: an implementation run in a given environment."""
+
+    key: str
+    impl: str
+    env: dict[str, str] = field(default_factory=dict)
+    ours: bool = False
+    peer: bool = False
+    module: Optional[str] = None  # must be importable (checked without importing it)
+
+
+COLUMNS = [
+    Column("tfrecord_lite", "tfrecord_lite", ours=True),
+    Column("tfrecord_lite (crcmod)", "tfrecord_lite", {CRC_ENV: "crcmod"}, ours=True),
+    Column("tensorflow", "tensorflow", peer=True, module="tensorflow"),
+    Column("tfrecord", "tfrecord", peer=True, module="tfrecord"),
+    Column("naive", "naive", peer=True),
+    Column("machine", "machine"),
+]
+PEER_TITLES = {"tensorflow": "TensorFlow", "tfrecord": "tfrecord (PyPI)", "naive": "naive loop"}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_child(task: str, col: Column, args: argparse.Namespace) -> dict[str, Any]:
+    env = dict(os.environ)
+    env.pop(CRC_ENV, None)
+    env.update(col.env)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.tasks",
+        "--task",
+        task,
+        "--impl",
+        col.impl,
+        "--data-dir",
+        str(args.data_dir),
+        "--work-dir",
+        str(args.data_dir / "out"),
+        "--min-time",
+        str(args.min_time),
+        "--max-inner",
+        str(args.max_inner),
+    ]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "error": f"timed out after {args.timeout:g} s"}
+    wall = time.perf_counter() - t0
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(tasks.RESULT_PREFIX):
+            result: dict[str, Any] = json.loads(line[len(tasks.RESULT_PREFIX) :])
+            result["wall_s"] = wall
+            return result
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {"status": "error", "error": f"child exited {proc.returncode}: {tail[0][:300]}"}
+
+
+def expected(task: TaskInfo, manifest: dict[str, Any]) -> Optional[tuple[int, int]]:
+    """(records, checksum) every implementation must report, or None."""
+    sets = manifest["datasets"]
+    entry = sets[task.dataset]
+    if task.check == "payload":
+        return entry["records"], entry["payload_bytes"]
+    if task.check == "label":
+        return entry["records"], entry["check"]
+    if task.check == "written":
+        return entry["records"], entry["payload_bytes"]
+    return None
+
+
+def validate(task: TaskInfo, result: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """Turn a result whose counts or checksums are wrong into a "wrong" status."""
+    want = expected(task, manifest)
+    if result.get("status") != "ok" or want is None:
+        return
+    for name, v in result["variants"].items():
+        if (v["records"], v["check"]) != want:
+            result["status"] = "wrong"
+            result["error"] = (
+                f"{name}: got {v['records']} records, checksum {v['check']}; "
+                f"expected {want[0]}, {want[1]}"
+            )
+            return
+
+
+def rate(task: TaskInfo, variant: dict[str, Any]) -> float:
+    """The child's median rate for one variant, in the task's unit."""
+    t = statistics.median(variant["times"])
+    if task.unit == "krec/s":
+        return float(variant["records"]) / t / 1e3
+    return float(variant["nbytes"]) / t / 1e6
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def summarize(task: TaskInfo, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per variant: median / min / max rate over the runs, and RSS figures."""
+    ok = [r for r in runs if r.get("status") == "ok"]
+    if not ok:
+        last = runs[-1] if runs else {"status": "not run"}
+        status = last.get("status", "error")
+        if status == "missing":
+            text = f"n/a (missing: {last.get('missing')})"
+        elif status == "not installed":
+            text = "not installed"
+        else:
+            text = f"{status}: {last.get('error', '')}"
+        return {"status": status, "text": text}
+    variants: dict[str, Any] = {}
+    for name in ok[0]["variants"]:
+        rates = [rate(task, r["variants"][name]) for r in ok if name in r["variants"]]
+        variants[name] = {
+            "median": statistics.median(rates),
+            "min": min(rates),
+            "max": max(rates),
+            "reps": len(rates),
+            "rates": rates,
+        }
+    growth = [(r["maxrss_kb"] - r["rss_before_kb"]) / 1024 for r in ok]
+    return {
+        "status": "ok",
+        "variants": variants,
+        "crc_backend": ok[0].get("crc_backend"),
+        "peak_rss_mib": statistics.median(r["maxrss_kb"] / 1024 for r in ok),
+        "rss_growth_mib": statistics.median(growth),
+        "setup_s": statistics.median(r.get("setup_s", 0.0) for r in ok),
+    }
+
+
+def best_variant(summary: dict[str, Any], prefer: Optional[str] = None) -> Optional[str]:
+    if summary.get("status") != "ok":
+        return None
+    variants = summary["variants"]
+    if prefer is not None and prefer in variants:
+        return prefer
+    return max(variants, key=lambda v: variants[v]["median"])
+
+
+def value(summary: dict[str, Any], prefer: Optional[str] = None) -> Optional[float]:
+    v = best_variant(summary, prefer)
+    return None if v is None else float(summary["variants"][v]["median"])
+
+
+def machine_limits(results: dict[str, Any]) -> dict[str, float]:
+    """Best file read and each CRC backend's speed, MB/s (from the "limits" task)."""
+    summary = results.get("limits", {}).get("machine")
+    if not summary or summary.get("status") != "ok":
+        return {}
+    out: dict[str, float] = {}
+    for name, v in summary["variants"].items():
+        if name.startswith("file read"):
+            out["file read"] = max(out.get("file read", 0.0), v["median"])
+        elif name.startswith("crc32c "):
+            out[name[len("crc32c ") :]] = v["median"]
+    return out
+
+
+def judge(
+    task: TaskInfo, ours: dict[str, Any], tf: Optional[dict[str, Any]], limits: dict[str, float]
+) -> dict[str, Any]:
+    """Ratio to TensorFlow and the target verdict for one of our columns."""
+    out: dict[str, Any] = {"ratio_tf": None, "verdict": "", "detail": ""}
+    mine = value(ours)
+    tf_value = value(tf, task.tf_ref) if tf else None
+    if mine is not None and tf_value:
+        out["ratio_tf"] = mine / tf_value
+    if mine is None:
+        out["verdict"] = "n/a"
+        return out
+    if task.target_kind == "tf":
+        if out["ratio_tf"] is None:
+            out["verdict"] = "no TF"
+        else:
+            out["verdict"] = "met" if out["ratio_tf"] >= task.target_value else "missed"
+    elif task.target_kind == "limit":
+        backend = ours.get("crc_backend")
+        if "file read" in limits and backend in limits:
+            limit = min(limits["file read"], limits[backend])
+            out["ratio_limit"] = mine / limit
+            out["detail"] = f"{mine / limit:.0%} of {limit:.0f} MB/s ({backend})"
+            out["verdict"] = "met" if mine >= task.target_value * limit else "missed"
+        else:
+            out["verdict"] = "no limits"
+    elif task.target_kind == "rss":
+        growth = ours["rss_growth_mib"]
+        out["detail"] = f"peak RSS +{growth:.0f} MiB"
+        out["verdict"] = "met" if growth <= task.target_value else "missed"
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt(x: Optional[float]) -> str:
+    if x is None:
+        return "–"
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def cell(summary: Optional[dict[str, Any]], prefer: Optional[str] = None) -> str:
+    if summary is None:
+        return "–"
+    if summary.get("status") != "ok":
+        return str(summary.get("text", summary.get("status")))
+    return fmt(value(summary, prefer))
+
+
+def environment(args: argparse.Namespace) -> dict[str, Any]:
+    def version(dist: str) -> Optional[str]:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    try:
+        from google.protobuf.internal import api_implementation
+
+        pb_impl = api_implementation.Type()
+    except Exception:
+        pb_impl = "unknown"
+    import tfrecord_lite as tfr
+
+    try:
+        rev = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        rev = ""
+    dists = [
+        "tfrecord-lite",
+        "numpy",
+        "protobuf",
+        "crcmod",
+        "crc32c",
+        "google-crc32c",
+        "tensorflow-cpu",
+        "tensorflow",
+        "tfrecord",
+    ]
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "git": rev,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory": mem,
+        "packages": {d: version(d) for d in dists if version(d)},
+        "protobuf_implementation": pb_impl,
+        "crc_backend": tfr.crc_backend(),
+        "crc_backends_available": tfr.available_crc_backends(),
+        "args": " ".join(sys.argv[1:]),
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    env = report["environment"]
+    results = report["results"]
+    judged = report["judged"]
+    limits = report["limits"]
+    manifest = report["manifest"]["datasets"]
+    peers = [c for c in report["columns"] if c in PEER_TITLES]
+    lines: list[str] = []
+    add = lines.append
+    add("# tfrecord_lite benchmarks")
+    add("")
+    add(
+        f"Generated by `python -m benchmarks.run {env['args']}` on {env['date']} "
+        f"(git {env['git'] or '?'}); the whole run took {report['elapsed_s'] / 60:.1f} min. "
+        "Rates are medians over "
+        f"{report['reps']} runs, each in its own process, implementations alternating; "
+        "higher is better. `krec/s` = thousands of records per second, `MB/s` = 10^6 bytes "
+        "of the file per second. Every reader verifies CRCs except the `tfrecord` package, "
+        "which cannot. Ratios are taken within this run."
+    )
+    add("")
+
+    def task_row(name: str) -> TaskInfo:
+        return TASKS[name]
+
+    # Main table.
+    backend = env["crc_backend"]
+    add(f"## tfrecord_lite (CRC backend: {backend})")
+    add("")
+    header = ["Task", "Unit", "tfrecord_lite", *[PEER_TITLES[p] for p in peers]]
+    header += ["ours / TF", "Target", "Result"]
+    add("| " + " | ".join(header) + " |")
+    add("|" + "---|" * len(header))
+    for name in report["tasks"]:
+        task = task_row(name)
+        if name == "limits":
+            continue
+        res = results[name]
+        j = judged.get(name, {}).get("tfrecord_lite", {})
+        row = [task.title, task.unit, cell(res.get("tfrecord_lite"))]
+        for p in peers:
+            prefer = task.tf_ref if p == "tensorflow" else None
+            row.append(cell(res.get(p), prefer))
+        ratio = j.get("ratio_tf")
+        row.append(f"{ratio:.2f}x" if ratio is not None else "–")
+        row.append(task.target_text or "–")
+        verdict = j.get("verdict", "")
+        row.append(verdict + (f" ({j['detail']})" if j.get("detail") else ""))
+        add("| " + " | ".join(row) + " |")
+    add("")
+
+    # crcmod-only table.
+    add("## Without the `fast` extra (TFRECORD_LITE_CRC_BACKEND=crcmod)")
+    add("")
+    header = ["Task", "Unit", "tfrecord_lite (crcmod)", "TensorFlow", "ours / TF", "Target", "Result"]
+    add("| " + " | ".join(header) + " |")
+    add("|" + "---|" * len(header))
+    for name in report["tasks"]:
+        if name == "limits":
+            continue
+        task = task_row(name)
+        res = results[name]
+        j = judged.get(name, {}).get("tfrecord_lite (crcmod)", {})
+        ratio = j.get("ratio_tf")
+        verdict = j.get("verdict", "")
+        row = [
+            task.title,
+            task.unit,
+            cell(res.get("tfrecord_lite (crcmod)")),
+            cell(res.get("tensorflow"), task.tf_ref),
+            f"{ratio:.2f}x" if ratio is not None else "–",
+            task.target_text or "–",
+            verdict + (f" ({j['detail']})" if j.get("detail") else ""),
+        ]
+        add("| " + " | ".join(row) + " |")
+    add("")
+
+    # Machine limits.
+    add("## Machine limits (ImageNet-like file, page cache)")
+    add("")
+    lim = results.get("limits", {}).get("machine")
+    if lim and lim.get("status") == "ok":
+        add("| Reference | MB/s median | min | max |")
+        add("|---|---|---|---|")
+        for vname, v in lim["variants"].items():
+            label = vname.replace("file read", "file `readinto` preallocated buffer,")
+            label = label.replace("crc32c ", "CRC32C, backend ")
+            add(f"| {label} | {fmt(v['median'])} | {fmt(v['min'])} | {fmt(v['max'])} |")
+        if limits:
+            add("")
+            add(
+                "The ImageNet raw target is 70% of min(file read, CRC of the backend in use): "
+                + ", ".join(f"{k} {fmt(v)} MB/s" for k, v in limits.items())
+                + "."
+            )
+    else:
+        add(cell(lim) if lim else "not measured")
+    add("")
+
+    # Streaming RSS.
+    if "stream_rss" in results:
+        big = manifest.get("big", {})
+        add(
+            f"## Streaming a big file: peak RSS ({big.get('file_bytes', 0) / 2**30:.2f} GiB, "
+            f"{big.get('records', 0):,} records)"
+        )
+        add("")
+        add(
+            "Peak RSS growth = `ru_maxrss` after reading the whole file minus `ru_maxrss` "
+            "before (after imports and set-up). Flat means independent of the file's size."
+        )
+        add("")
+        add("| Implementation | MB/s | peak RSS growth (MiB) | peak RSS (MiB) |")
+        add("|---|---|---|---|")
+        for col, s in results["stream_rss"].items():
+            if s.get("status") == "ok":
+                add(
+                    f"| {col} | {cell(s)} | {s['rss_growth_mib']:.1f} | {s['peak_rss_mib']:.0f} |"
+                )
+            else:
+                add(f"| {col} | {cell(s)} | – | – |")
+        add("")
+
+    # Details.
+    add("## Every variant")
+    add("")
+    add("Median [min – max] over runs; setup (imports, pipeline construction) is not timed.")
+    add("")
+    add("| Task | Implementation | Variant | Rate | Unit | Runs | Peak RSS MiB |")
+    add("|---|---|---|---|---|---|---|")
+    for name in report["tasks"]:
+        task = task_row(name)
+        for col, s in results[name].items():
+            if s.get("status") != "ok":
+                add(f"| {name} | {col} | | {cell(s)} | | | |")
+                continue
+            for vname, v in s["variants"].items():
+                add(
+                    f"| {name} | {col} | {vname} | {fmt(v['median'])} "
+                    f"[{fmt(v['min'])} – {fmt(v['max'])}] | {task.unit} | {v['reps']} | "
+                    f"{s['peak_rss_mib']:.0f} |"
+                )
+    add("")
+
+    # Data and environment.
+    add("## Data")
+    add("")
+    add("| Data set | File | Records | File MB | Mean record B |")
+    add("|---|---|---|---|---|")
+    for dname, e in manifest.items():
+        add(
+            f"| {dname} | {e['file']} | {e['records']:,} | {e['file_bytes'] / 1e6:.1f} | "
+            f"{e['payload_bytes'] / max(e['records'], 1):,.0f} |"
+        )
+    add("")
+    add("## Environment")
+    add("")
+    for key in ("python", "platform", "cpu", "cpus", "cpus_usable", "memory"):
+        add(f"- {key}: {env[key]}")
+    add(f"- protobuf implementation: {env['protobuf_implementation']}")
+    add(
+        f"- tfrecord_lite CRC backend: {env['crc_backend']} "
+        f"(available: {', '.join(env['crc_backends_available'])})"
+    )
+    add("- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()))
+    add("")
+    add("## Method")
+    add("")
+    add(
+        "Tasks and implementations are in `benchmarks/tasks.py`, data generation in "
+        "`benchmarks/data.py`. TensorFlow's parse column is its best `tf.data` pipeline "
+        "(`TFRecordDataset(...).batch(1024).map(parse_example)`, with and without "
+        "`prefetch(AUTOTUNE)` and `num_parallel_calls=AUTOTUNE`); the raw-read ratio is "
+        "against `tf.compat.v1.io.tf_record_iterator`, as the target says. The write task "
+        "starts from NumPy arrays (784-byte uint8 images, int64 labels, int64 dims) and "
+        "includes building each record. Each run's counts and checksums (records, payload "
+        "bytes or label sums) are checked against the data manifest."
+    )
+    add("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smaller files, 3 runs, shorter timing")
+    p.add_argument("--peers", action="store_true", help="also TensorFlow, tfrecord, naive loop")
+    p.add_argument("--tasks", nargs="+", choices=sorted(TASKS), help="only these tasks")
+    p.add_argument("--impls", nargs="+", help="only these columns (e.g. tfrecord_lite tensorflow)")
+    p.add_argument("--reps", type=int, help="runs per implementation (default 5, quick 3)")
+    p.add_argument("--min-time", type=float, help="seconds of timing per variant per run")
+    p.add_argument("--max-inner", type=int, default=50, help="max timed calls per run")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
+    p.add_argument("--data-dir", type=Path, default=data.DATA_DIR)
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
+    p.add_argument("--json", type=Path, help="raw numbers (default: results.json beside --out)")
+    args = p.parse_args(argv)
+    if args.reps is None:
+        args.reps = 3 if args.quick else 5
+    if args.min_time is None:
+        args.min_time = 0.2 if args.quick else 0.5
+    if args.json is None:
+        args.json = args.out.with_name("results.json")
+    args.data_dir = args.data_dir.resolve()
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    manifest = data.prepare(args.quick, args.data_dir, log=log)
+    task_names = [t for t in TASKS if not args.tasks or t in args.tasks]
+    if any(TASKS[t].target_kind == "limit" for t in task_names) and "limits" not in task_names:
+        task_names.append("limits")
+    columns = [
+        c for c in COLUMNS if (args.peers or not c.peer) and (not args.impls or c.key in args.impls)
+    ]
+    installed = {
+        c.key: c.module is None or importlib.util.find_spec(c.module) is not None for c in columns
+    }
+    # Warm the page cache: every task reads its file from memory, not disk.
+    for name in {TASKS[t].dataset for t in task_names}:
+        with open(args.data_dir / manifest["datasets"][name]["file"], "rb") as f:
+            while f.read(8 * 2**20):
+                pass
+
+    plan = {
+        t: [c for c in columns if (t, c.impl) in tasks.IMPLS and installed[c.key]]
+        for t in task_names
+    }
+    total = sum(len(cols) for cols in plan.values()) * args.reps
+    done = 0
+    raw: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for t in task_names:
+        task = TASKS[t]
+        raw[t] = {c.key: [] for c in columns if (t, c.impl) in tasks.IMPLS}
+        active = list(plan[t])
+        for rep in range(args.reps):
+            for col in list(active):
+                result = run_child(t, col, args)
+                validate(task, result, manifest)
+                raw[t][col.key].append(result)
+                done += 1
+                if result.get("status") == "ok":
+                    rates = ", ".join(
+                        f"{v} {fmt(rate(task, d))}" for v, d in result["variants"].items()
+                    )
+                    msg = f"{rates} {task.unit}"
+                else:
+                    msg = result.get("missing") or result.get("error", "")
+                    msg = f"{result.get('status')}: {msg}"
+                    active.remove(col)  # a missing name or an error will not go away
+                log(f"[{done:3d}/{total}] {t} rep {rep + 1}/{args.reps} {col.key}: {msg}")
+        for c in columns:
+            if (t, c.impl) in tasks.IMPLS and not installed[c.key]:
+                raw[t][c.key] = [{"status": "not installed"}]
+
+    results = {
+        t: {col: summarize(TASKS[t], runs) for col, runs in cols.items()} for t, cols in raw.items()
+    }
+    limits = machine_limits(results)
+    judged = {
+        t: {
+            c.key: judge(TASKS[t], results[t][c.key], results[t].get("tensorflow"), limits)
+            for c in columns
+            if c.ours and c.key in results[t]
+        }
+        for t in task_names
+    }
+    report = {
+        "environment": environment(args),
+        "elapsed_s": time.perf_counter() - start,
+        "reps": args.reps,
+        "quick": args.quick,
+        "tasks": task_names,
+        "columns": [c.key for c in columns],
+        "task_info": {t: vars(TASKS[t]) for t in task_names},
+        "manifest": manifest,
+        "limits": limits,
+        "judged": judged,
+        "results": results,
+        "runs": raw,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(report))
+    args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    log(f"wrote {args.out} and {args.json} in {report['elapsed_s'] / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,811 @@
+"""Parsing serialized ``tf.train.Example`` / ``SequenceExample`` records into NumPy.
+
+Semantics follow TensorFlow's ``tf.io.parse_example`` family
+(``example_proto_fast_parsing.cc``): shapes, defaults, padding, and which inputs
+are errors. Output types are stable:
+
+* ``FixedLenFeature`` -> ``np.ndarray`` (int64, float32, or object holding ``bytes``)
+* ``FixedLenSequenceFeature`` -> ``np.ndarray``, padded to the longest record
+* ``VarLenFeature`` / ``SparseFeature`` -> :class:`~tfrecord_lite.SparseValue`
+* ``RaggedFeature`` -> :class:`~tfrecord_lite.RaggedValue` (a plain array for one
+  record without partitions, as TensorFlow)
+
+Parsing is batch-first. It runs in two steps: *extract* turns the records into
+one column per feature key (the flat values of every record, their per-record
+counts, and which records have the feature at all), then *assemble* builds each
+spec's output from its columns with whole-array NumPy operations. Only the
+extract step looks at records one by one, and it can be replaced by a faster
+extractor without changing the results.
+
+Differences from TensorFlow, on purpose: values are always validated (ragged
+partitions, sparse indices), where TensorFlow's ``validate=False`` may return
+garbage; and packed and unpacked encodings of a list may be mixed in one record
+(standard protobuf rules), which TensorFlow's fast parser rejects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Optional, Union
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from . import _fastparse, example_pb2
+from ._errors import ParseError
+from ._schema import (
+    DType,
+    FeatureSpec,
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    RowLengths,
+    RowLimits,
+    RowSplits,
+    RowStarts,
+    SparseFeature,
+    UniformRowLength,
+    ValueRowIds,
+    VarLenFeature,
+    dtype_of_kind,
+    int64,
+    string,
+    validate_features,
+)
+from ._values import RaggedValue, SparseValue
+
+__all__ = [
+    "parse_example",
+    "parse_sequence_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
+]
+
+Serialized = Union[bytes, bytearray, memoryview]
+ParsedValue = Union[np.ndarray, SparseValue, RaggedValue]
+
+#: TensorFlow's names for the dtypes in error messages: DataTypeString, and the
+#: shorter names its value-count messages use.
+_TF_NAME = {"int64": "int64", "float32": "float", "string": "string"}
+_TF_COUNT_NAME = {"int64": "int64", "float32": "float", "string": "bytes"}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _tf_name(dtype: DType) -> str:
+    return _TF_NAME[dtype.name]
+
+
+def _count_name(dtype: DType) -> str:
+    return _TF_COUNT_NAME[dtype.name]
+
+
+def _shape_str(shape: Sequence[Any]) -> str:
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _preview(record: bytes, limit: int = 40) -> str:
+    text = record[:limit].decode("latin-1").encode("unicode_escape").decode("ascii")
+    return text + ("..." if len(record) > limit else "")
+
+
+def _empty(dtype: DType, n: int = 0) -> np.ndarray:
+    return np.empty(n, dtype=dtype.np_dtype) if dtype is not string else np.empty(n, dtype=object)
+
+
+def _as_records(serialized: Any, what: str) -> list[bytes]:
+    if isinstance(serialized, (bytes, bytearray, memoryview, str)):
+        raise TypeError(
+            f"{what} takes a batch (a list of serialized records); for one record use "
+            f"{'parse_single_example' if 'sequence' not in what else 'parse_single_sequence_example'}"
+        )
+    if isinstance(serialized, list) and set(map(type, serialized)) <= {bytes}:
+        return serialized  # the common case, checked at C speed
+    records = []
+    for rec in serialized:
+        if isinstance(rec, bytes):
+            records.append(rec)
+        elif isinstance(rec, (bytearray, memoryview, np.bytes_)):
+            records.append(bytes(rec))
+        else:
+            raise TypeError(f"serialized records must be bytes, got {type(rec).__name__}")
+    return records
+
+
+def _names(example_names: Optional[Sequence[Any]], n: int) -> Optional[list[str]]:
+    if example_names is None:
+        return None
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in example_names]
+    if len(names) not in (0, n):
+        raise ValueError(f"example_names has {len(names)} names for {n} records")
+    return names or None
+
+
+class _Where:
+    """Error-message context: TensorFlow prefixes batch errors with ``Name: ..., ``."""
+
+    def __init__(self, names: Optional[list[str]], batch: bool) -> None:
+        self.names = names
+        self.batch = batch
+
+    def prefix(self, i: int) -> str:
+        if not self.batch:
+            return ""
+        name = self.names[i] if self.names else "<unknown>"
+        return f"Name: {name}, "
+
+    def error(self, i: int, key: str, text: str) -> ParseError:
+        return ParseError(self.prefix(i) + text, key=key, index=i)
+
+
+# --------------------------------------------------------------------------- extract
+
+
+class Column(NamedTuple):
+    """Everything parsing needs of one feature key over a batch of records.
+
+    ``present[i]``: record ``i`` has the key with a kind set (a key mapped to an
+    empty ``Feature()`` counts as absent, as in TensorFlow); ``counts[i]``: its
+    number of values (0 when absent); ``values``: all records' values, concatenated.
+    """
+
+    present: np.ndarray
+    counts: np.ndarray
+    values: np.ndarray
+
+
+def _decode(
+    records: list[bytes], where: _Where, message: Any, indices: Optional[Sequence[int]] = None
+) -> list[Any]:
+    """Parse each record with protobuf; ``indices`` are the records' batch positions."""
+    out = []
+    parse = message.FromString
+    for i, rec in zip(range(len(records)) if indices is None else indices, records):
+        try:
+            out.append(parse(rec))
+        except (DecodeError, RuntimeError, ValueError) as err:
+            kind = "example" if message is example_pb2.Example else "sequence example"
+            raise ParseError(
+                f"{where.prefix(i)}Could not parse {kind} input, value: '{_preview(rec)}' ({err})",
+                index=i,
+            ) from None
+    return out
+
+
+def _feature_values(
+    feature: Any, key: str, dtype: DType, i: int, where: _Where
+) -> Optional[list[Any]]:
+    """The values of one ``Feature`` if it has the right kind; ``None`` if it has none."""
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return None
+    if kind != dtype.kind:
+        got = _tf_name(dtype_of_kind(kind))
+        raise where.error(
+            i,
+            key,
+            f"Key: {key}, Index: {i}.  Data types don't match. Data type: {got} "
+            f"but expected type: {_tf_name(dtype)}",
+        )
+    return list(getattr(feature, kind).value)
+
+
+def _column(
+    feature_maps: list[Any],
+    key: str,
+    dtype: DType,
+    where: _Where,
+    indices: Optional[Sequence[int]] = None,
+) -> Column:
+    n = len(feature_maps)
+    present = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=np.int64)
+    chunks: list[list[Any]] = []
+    for j, fmap in enumerate(feature_maps):
+        feature = fmap.get(key)
+        if feature is None:
+            continue
+        vals = _feature_values(feature, key, dtype, j if indices is None else indices[j], where)
+        if vals is None:
+            continue
+        present[j] = True
+        counts[j] = len(vals)
+        chunks.append(vals)
+    flat = [v for chunk in chunks for v in chunk]
+    if dtype is string:
+        values = np.empty(len(flat), dtype=object)
+        values[:] = flat
+    else:
+        values = np.array(flat, dtype=dtype.np_dtype)
+    return Column(present, counts, values)
+
+
+def _keys_needed(specs: Mapping[str, FeatureSpec]) -> dict[str, DType]:
+    """Every record key the specs read, with the dtype it must hold."""
+    needed: dict[str, DType] = {}
+
+    def need(key: str, dtype: DType, owner: str) -> None:
+        if needed.setdefault(key, dtype) is not dtype:
+            raise ValueError(
+                f"feature key {key!r} is read as both {needed[key]!r} and {dtype!r} (by {owner!r})"
+            )
+
+    for name, spec in specs.items():
+        if isinstance(spec, SparseFeature):
+            for k in [spec.index_key] if isinstance(spec.index_key, str) else spec.index_key:
+                need(k, int64, name)
+            need(spec.value_key, spec.dtype, name)
+        elif isinstance(spec, RaggedFeature):
+            need(spec.value_key or name, spec.dtype, name)
+            for p in spec.partitions:
+                if not isinstance(p, UniformRowLength):
+                    need(p.key, int64, name)
+        else:
+            need(name, spec.dtype, name)
+    return needed
+
+
+def extract_columns(
+    feature_maps: list[Any],
+    needed: Mapping[str, DType],
+    where: _Where,
+    indices: Optional[Sequence[int]] = None,
+) -> dict[str, Column]:
+    """The generic extractor: one :class:`Column` per key, from parsed protobuf maps."""
+    return {key: _column(feature_maps, key, dtype, where, indices) for key, dtype in needed.items()}
+
+
+def _merge_columns(n: int, parts: list[tuple[np.ndarray, Column]]) -> Column:
+    """Interleave columns that cover disjoint record subsets back into record order."""
+    present = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=np.int64)
+    for idx, col in parts:
+        present[idx] = col.present
+        counts[idx] = col.counts
+    offsets = _row_starts(counts)
+    dtype = next(
+        (col.values.dtype for _, col in parts if len(col.values)), parts[0][1].values.dtype
+    )
+    values = np.empty(int(offsets[-1]), dtype=dtype)
+    for idx, col in parts:
+        local = _row_starts(col.counts)
+        dest = np.arange(len(col.values), dtype=np.int64) + np.repeat(
+            offsets[idx] - local[:-1], col.counts
+        )
+        values[dest] = col.values
+    return Column(present, counts, values)
+
+
+def _extract(records: list[bytes], needed: Mapping[str, DType], where: _Where) -> dict[str, Column]:
+    """Columns for every needed key: the vectorized path where it applies, else protobuf."""
+    n = len(records)
+    fast = _fastparse.extract(records, needed) if needed else None
+    if fast is None:
+        maps = [ex.features.feature for ex in _decode(records, where, example_pb2.Example)]
+        return extract_columns(maps, needed, where)
+    handled, fast_cols = fast
+    if handled.all():
+        return {key: Column(*col) for key, col in fast_cols.items()}
+    rest = np.flatnonzero(~handled)
+    rest_list = rest.tolist()
+    examples = _decode([records[i] for i in rest_list], where, example_pb2.Example, rest_list)
+    maps = [ex.features.feature for ex in examples]
+    slow_cols = extract_columns(maps, needed, where, rest_list)
+    done = np.flatnonzero(handled)
+    return {
+        key: _merge_columns(n, [(done, Column(*fast_cols[key])), (rest, slow_cols[key])])
+        for key in needed
+    }
+
+
+# --------------------------------------------------------------------------- assemble
+
+
+def _row_starts(counts: np.ndarray) -> np.ndarray:
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return starts
+
+
+def _fixed_len(key: str, spec: FixedLenFeature, col: Column, where: _Where) -> np.ndarray:
+    n = len(col.present)
+    shape = tuple(spec.shape)
+    size = math.prod(shape)
+    bad = col.present & (col.counts != size)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise where.error(
+            i,
+            key,
+            f"Key: {key}, Index: {i}.  Number of {_count_name(spec.dtype)} values != expected.  "
+            f"Values size: {int(col.counts[i])} but output shape: {_shape_str(shape)}",
+        )
+    missing = ~col.present
+    if missing.any() and spec.default_value is None:
+        i = int(np.flatnonzero(missing)[0])
+        raise where.error(
+            i,
+            key,
+            f"Feature: {key} (data type: {_tf_name(spec.dtype)}) is required but could not be found.",
+        )
+    if not missing.any():
+        return col.values.reshape((n, *shape))
+    out = np.empty((n, size), dtype=col.values.dtype if len(col.values) else spec.dtype.np_dtype)
+    out[col.present] = col.values.reshape(-1, size)
+    out[missing] = np.asarray(spec.default_value).reshape(-1)
+    return out.reshape((n, *shape))
+
+
+def _var_len(spec: VarLenFeature, col: Column) -> SparseValue:
+    n = len(col.counts)
+    starts = _row_starts(col.counts)
+    total = int(starts[-1])
+    rows = np.repeat(np.arange(n, dtype=np.int64), col.counts)
+    pos = np.arange(total, dtype=np.int64) - np.repeat(starts[:-1], col.counts)
+    width = int(col.counts.max()) if n else 0
+    return SparseValue(
+        np.stack([rows, pos], axis=1) if total else np.zeros((0, 2), dtype=np.int64),
+        col.values if total else _empty(spec.dtype),
+        np.array([n, width], dtype=np.int64),
+    )
+
+
+def _fixed_len_sequence(
+    key: str, spec: FixedLenSequenceFeature, col: Column, where: _Where
+) -> np.ndarray:
+    n = len(col.counts)
+    shape = tuple(spec.shape)
+    stride = math.prod(shape)
+    if stride == 0:
+        bad = col.counts != 0
+    else:
+        bad = col.counts % stride != 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise where.error(
+            i,
+            key,
+            f"Key: {key}, Index: {i}.  Number of {_count_name(spec.dtype)} values is not a multiple "
+            f"of stride length. Saw {int(col.counts[i])} values but output shape is: "
+            f"{_shape_str((None, *shape))}",
+        )
+    rows = col.counts // stride if stride else np.zeros(n, dtype=np.int64)
+    max_rows = int(rows.max()) if n else 0
+    if spec.default_value is not None:
+        fill = np.asarray(spec.default_value).reshape(()).item()
+    else:
+        fill = b"" if spec.dtype is string else 0
+    out = np.full((n, max_rows * stride), fill, dtype=spec.dtype.np_dtype)
+    if stride and len(col.values):
+        # Row i's values go to out[i, :counts[i]]: flat positions i*width + 0..counts[i].
+        starts = _row_starts(col.counts)
+        flat_pos = np.arange(len(col.values), dtype=np.int64) - np.repeat(starts[:-1], col.counts)
+        flat_pos += np.repeat(np.arange(n, dtype=np.int64) * (max_rows * stride), col.counts)
+        out.reshape(-1)[flat_pos] = col.values
+    return out.reshape((n, max_rows, *shape))
+
+
+def _sparse(
+    key: str, spec: SparseFeature, cols: Mapping[str, Column], where: _Where
+) -> SparseValue:
+    index_keys = [spec.index_key] if isinstance(spec.index_key, str) else list(spec.index_key)
+    sizes = [spec.size] if isinstance(spec.size, int) else list(spec.size)
+    vcol = cols[spec.value_key]
+    n = len(vcol.counts)
+    icols = [cols[k] for k in index_keys]
+    for k, icol in zip(index_keys, icols):
+        bad = icol.counts != vcol.counts
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise where.error(
+                i,
+                key,
+                f"Key: {key}, Index: {i}.  SparseFeature index feature {k!r} has "
+                f"{int(icol.counts[i])} values but value feature {spec.value_key!r} has "
+                f"{int(vcol.counts[i])}; they must have one index per value",
+            )
+    rows = np.repeat(np.arange(n, dtype=np.int64), vcol.counts)
+    for k, icol, size in zip(index_keys, icols, sizes):
+        out_of_range = (icol.values < 0) | (icol.values >= size)
+        if out_of_range.any():
+            j = int(np.flatnonzero(out_of_range)[0])
+            i = int(rows[j])
+            raise where.error(
+                i,
+                key,
+                f"Key: {key}, Index: {i}.  SparseFeature index {int(icol.values[j])} in "
+                f"feature {k!r} is out of range [0, {size})",
+            )
+    indices = np.stack([rows, *[c.values.astype(np.int64) for c in icols]], axis=1)
+    values = vcol.values if len(vcol.values) else _empty(spec.dtype)
+    if not spec.already_sorted and len(values) > 1:
+        order = np.lexsort(indices.T[::-1])
+        indices = indices[order]
+        values = values[order]
+    if not len(indices):
+        indices = np.zeros((0, 1 + len(sizes)), dtype=np.int64)
+    return SparseValue(indices, values, np.array([n, *sizes], dtype=np.int64))
+
+
+def _partition_splits(
+    key: str, part: Any, pvals: np.ndarray, nvals: int, i: int, where: _Where
+) -> tuple[np.ndarray, Optional[int]]:
+    """Row splits of one partition of one record (values: ``nvals`` items)."""
+
+    def fail(text: str) -> ParseError:
+        return where.error(i, key, f"Key: {key}, Index: {i}.  {text}")
+
+    pname = type(part).__name__
+    if isinstance(part, UniformRowLength):
+        length = int(part.length)
+        if length == 0:
+            if nvals:
+                raise fail(f"UniformRowLength(0) cannot partition {nvals} values")
+            return np.zeros(1, dtype=np.int64), 0
+        if nvals % length:
+            raise fail(f"{nvals} values cannot be split into rows of UniformRowLength({length})")
+        return np.arange(0, nvals + 1, length, dtype=np.int64), length
+    p = pvals.astype(np.int64)
+    if isinstance(part, RowSplits):
+        splits = p
+    elif isinstance(part, RowLengths):
+        if (p < 0).any():
+            raise fail(f"row lengths in {part.key!r} must be non-negative")
+        splits = _row_starts(p)
+    elif isinstance(part, RowStarts):
+        splits = np.concatenate([p, [nvals]]) if len(p) else np.zeros(1, dtype=np.int64)
+        if len(p) and p[0] != 0:
+            raise fail(f"row starts in {part.key!r} must begin with 0")
+    elif isinstance(part, RowLimits):
+        splits = np.concatenate([[0], p]).astype(np.int64)
+    elif isinstance(part, ValueRowIds):
+        if len(p) != nvals:
+            raise fail(f"{pname} {part.key!r} has {len(p)} ids for {nvals} values")
+        if len(p) and (p[0] < 0 or (np.diff(p) < 0).any()):
+            raise fail(f"value row ids in {part.key!r} must be non-negative and sorted")
+        nrows = int(p[-1]) + 1 if len(p) else 0
+        splits = _row_starts(np.bincount(p, minlength=nrows))
+    else:  # pragma: no cover - validated by the spec
+        raise TypeError(f"unknown partition {part!r}")
+    if not len(splits) or splits[0] != 0 or (np.diff(splits) < 0).any() or splits[-1] != nvals:
+        raise fail(
+            f"partition {pname}({part.key!r}) is not a valid row partition of {nvals} values"
+        )
+    return splits, None
+
+
+def _ragged(
+    key: str, spec: RaggedFeature, cols: Mapping[str, Column], where: _Where, batch: bool
+) -> ParsedValue:
+    vcol = cols[spec.value_key or key]
+    n = len(vcol.counts)
+    vstarts = _row_starts(vcol.counts)
+    splits_dtype = np.dtype(spec.row_splits_dtype)
+    parts = list(spec.partitions)
+    if not parts:
+        if not batch:
+            return vcol.values if len(vcol.values) else _empty(spec.dtype)
+        return RaggedValue(
+            vcol.values if len(vcol.values) else _empty(spec.dtype),
+            vstarts.astype(splits_dtype),
+        )
+    # Per record, partitions apply from the innermost outwards.
+    pcols = [None if isinstance(p, UniformRowLength) else cols[p.key] for p in parts]
+    pstarts = [None if c is None else _row_starts(c.counts) for c in pcols]
+    level_splits: list[list[np.ndarray]] = [[] for _ in parts]
+    uniform: list[Optional[int]] = [None] * len(parts)
+    outer_rows = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        nvals = int(vcol.counts[i])
+        for level in range(len(parts) - 1, -1, -1):
+            pc, ps = pcols[level], pstarts[level]
+            pvals = (
+                np.zeros(0, dtype=np.int64)
+                if pc is None or ps is None
+                else pc.values[ps[i] : ps[i + 1]]
+            )
+            splits, u = _partition_splits(key, parts[level], pvals, nvals, i, where)
+            level_splits[level].append(splits)
+            uniform[level] = u
+            nvals = len(splits) - 1
+        outer_rows[i] = nvals
+    # Stitch the records together, level by level.
+    stitched = []
+    for level in range(len(parts)):
+        pieces = [np.zeros(1, dtype=np.int64)]
+        offset = 0
+        for s in level_splits[level]:
+            pieces.append(s[1:] + offset)
+            offset += int(s[-1])
+        stitched.append(np.concatenate(pieces).astype(splits_dtype))
+    result: Union[np.ndarray, RaggedValue] = vcol.values if len(vcol.values) else _empty(spec.dtype)
+    for level in range(len(parts) - 1, -1, -1):
+        result = RaggedValue(result, stitched[level], uniform[level])
+    if not batch:
+        assert isinstance(result, RaggedValue)
+        return result
+    return RaggedValue(result, _row_starts(outer_rows).astype(splits_dtype))
+
+
+def assemble(
+    specs: Mapping[str, FeatureSpec], cols: Mapping[str, Column], where: _Where, batch: bool
+) -> dict[str, ParsedValue]:
+    """Build every spec's output from the extracted columns."""
+    out: dict[str, ParsedValue] = {}
+    for key, spec in specs.items():
+        if isinstance(spec, FixedLenFeature):
+            out[key] = _fixed_len(key, spec, cols[key], where)
+        elif isinstance(spec, VarLenFeature):
+            out[key] = _var_len(spec, cols[key])
+        elif isinstance(spec, FixedLenSequenceFeature):
+            if not spec.allow_missing:
+                raise ValueError(
+                    "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
+                )
+            out[key] = _fixed_len_sequence(key, spec, cols[key], where)
+        elif isinstance(spec, SparseFeature):
+            out[key] = _sparse(key, spec, cols, where)
+        elif isinstance(spec, RaggedFeature):
+            out[key] = _ragged(key, spec, cols, where, batch)
+    return out
+
+
+def _unbatch(value: ParsedValue) -> ParsedValue:
+    """Drop the batch dimension of a batch of one (``parse_single_example``)."""
+    if isinstance(value, np.ndarray):
+        return value[0, ...]  # a 0-d array for a scalar feature, never a bare scalar
+    if isinstance(value, SparseValue):
+        return SparseValue(
+            np.ascontiguousarray(value.indices[:, 1:]), value.values, value.dense_shape[1:]
+        )
+    if isinstance(value, RaggedValue):
+        return value
+    return value  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def parse_example(
+    serialized: Sequence[Serialized],
+    features: Mapping[str, FeatureSpec],
+    example_names: Optional[Sequence[Any]] = None,
+    name: Optional[str] = None,
+) -> dict[str, ParsedValue]:
+    """Parse a batch of serialized ``Example`` records into columns.
+
+    The counterpart of ``tf.io.parse_example``: ``features`` maps keys to specs;
+    the result maps each key to a batch value (``(batch,) + shape`` arrays for
+    fixed-length features). ``example_names`` label records in error messages.
+    Raises :class:`~tfrecord_lite.ParseError` (a ``ValueError``) on records that
+    are not Examples or do not fit the specs.
+    """
+    specs = validate_features(features)
+    records = _as_records(serialized, "parse_example")
+    where = _Where(_names(example_names, len(records)), batch=True)
+    return _parse_examples(records, specs, where, batch=True)
+
+
+def _parse_examples(
+    records: list[bytes], specs: Mapping[str, FeatureSpec], where: _Where, batch: bool
+) -> dict[str, ParsedValue]:
+    needed = _keys_needed(specs)
+    for spec in specs.values():
+        if isinstance(spec, FixedLenSequenceFeature) and not spec.allow_missing:
+            raise ValueError(
+                "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
+            )
+    return assemble(specs, _extract(records, needed, where), where, batch)
+
+
+def parse_single_example(
+    serialized: Serialized,
+    features: Mapping[str, FeatureSpec],
+    example_names: Optional[Any] = None,
+    name: Optional[str] = None,
+) -> dict[str, ParsedValue]:
+    """Parse one serialized ``Example``, as ``tf.io.parse_single_example``.
+
+    Fixed-length features come back with their spec's shape, variable-length
+    ones as :class:`~tfrecord_lite.SparseValue` with 1-D indices.
+    """
+    specs = validate_features(features)
+    records = _as_records([serialized], "parse_single_example")
+    where = _Where(None, batch=False)
+    parsed = _parse_examples(records, specs, where, batch=False)
+    # Ragged features are built unbatched already (as TensorFlow's single-example parse).
+    return {k: v if isinstance(specs[k], RaggedFeature) else _unbatch(v) for k, v in parsed.items()}
+
+
+# --------------------------------------------------------------------------- SequenceExample
+
+
+def _sequence_column(
+    lists: list[Any], key: str, dtype: DType, where: _Where
+) -> tuple[np.ndarray, np.ndarray, Column]:
+    """For one feature-list key: (present per record, steps per record, per-step column)."""
+    n = len(lists)
+    present = np.zeros(n, dtype=bool)
+    steps = np.zeros(n, dtype=np.int64)
+    step_maps: list[dict[str, Any]] = []
+    step_where = []
+    for i, fl_map in enumerate(lists):
+        fl = fl_map.get(key)
+        if fl is None:
+            continue
+        present[i] = True
+        steps[i] = len(fl.feature)
+        for feature in fl.feature:
+            step_maps.append({key: feature})
+            step_where.append(i)
+    col = _column_for_steps(step_maps, key, dtype, where, step_where)
+    return present, steps, col
+
+
+def _column_for_steps(
+    step_maps: list[dict[str, Any]], key: str, dtype: DType, where: _Where, owner: list[int]
+) -> Column:
+    try:
+        return _column(step_maps, key, dtype, _Where(None, batch=False))
+    except ParseError as err:
+        # Re-label the error with the record it came from.
+        step = err.index if err.index is not None else 0
+        i = owner[step]
+        text = err.message.replace(f"Index: {step}.", f"Index: {i}.")
+        raise where.error(i, key, f"Feature list {key!r}: {text}") from None
+
+
+def _sequence_assemble(
+    key: str,
+    spec: FeatureSpec,
+    present: np.ndarray,
+    steps: np.ndarray,
+    col: Column,
+    where: _Where,
+    batch: bool,
+) -> tuple[ParsedValue, Optional[np.ndarray]]:
+    n = len(steps)
+    step_rec = np.repeat(np.arange(n, dtype=np.int64), steps)
+    if isinstance(spec, FixedLenSequenceFeature):
+        if not spec.allow_missing and not present.all():
+            i = int(np.flatnonzero(~present)[0])
+            raise where.error(i, key, f"Feature list '{key}' is required but could not be found.")
+        shape = tuple(spec.shape)
+        size = math.prod(shape)
+        bad = col.counts != size
+        if bad.any():
+            s = int(np.flatnonzero(bad)[0])
+            i = int(step_rec[s])
+            raise where.error(
+                i,
+                key,
+                f"Key: {key}, Index: {i}.  Number of {_count_name(spec.dtype)} values != expected.  "
+                f"values size: {int(col.counts[s])} but output shape: {_shape_str(shape)} "
+                f"(feature list {key!r}, step {s - int(_row_starts(steps)[i])})",
+            )
+        max_steps = int(steps.max()) if n else 0
+        if spec.default_value is not None:
+            fill = np.asarray(spec.default_value).reshape(()).item()
+        else:
+            fill = b"" if spec.dtype is string else 0
+        out = np.full((n, max_steps, size), fill, dtype=spec.dtype.np_dtype)
+        if len(col.values):
+            starts = _row_starts(steps)
+            t = np.arange(len(step_rec), dtype=np.int64) - np.repeat(starts[:-1], steps)
+            out[step_rec, t] = col.values.reshape(-1, size)
+        return out.reshape((n, max_steps, *shape)), steps.copy()
+    if isinstance(spec, VarLenFeature):
+        step_starts = _row_starts(col.counts)
+        total = int(step_starts[-1])
+        # value j belongs to step s_j, which belongs to record r_j
+        s_of_v = np.repeat(np.arange(len(col.counts), dtype=np.int64), col.counts)
+        rec_starts = _row_starts(steps)
+        t_of_s = np.arange(len(col.counts), dtype=np.int64) - np.repeat(rec_starts[:-1], steps)
+        pos = np.arange(total, dtype=np.int64) - np.repeat(step_starts[:-1], col.counts)
+        indices = (
+            np.stack([step_rec[s_of_v], t_of_s[s_of_v], pos], axis=1)
+            if total
+            else np.zeros((0, 3), dtype=np.int64)
+        )
+        max_steps = int(steps.max()) if n else 0
+        width = int(col.counts.max()) if len(col.counts) else 0
+        return SparseValue(
+            indices,
+            col.values if total else _empty(spec.dtype),
+            np.array([n, max_steps, width], dtype=np.int64),
+        ), None
+    if isinstance(spec, RaggedFeature):
+        if spec.partitions:
+            raise ValueError(
+                f"RaggedFeature {key!r}: partitions are supported for context features only"
+            )
+        splits_dtype = np.dtype(spec.row_splits_dtype)
+        inner = RaggedValue(
+            col.values if len(col.values) else _empty(spec.dtype),
+            _row_starts(col.counts).astype(splits_dtype),
+        )
+        return RaggedValue(inner, _row_starts(steps).astype(splits_dtype)), None
+    raise ValueError(
+        f"sequence feature {key!r}: expected FixedLenSequenceFeature, VarLenFeature or "
+        f"RaggedFeature, got {type(spec).__name__}"
+    )
+
+
+def _parse_sequences(
+    records: list[bytes],
+    context_features: Optional[Mapping[str, FeatureSpec]],
+    sequence_features: Optional[Mapping[str, FeatureSpec]],
+    where: _Where,
+    batch: bool,
+) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue], dict[str, np.ndarray]]:
+    cspecs = validate_features(context_features, "context_features")
+    sspecs = validate_features(sequence_features, "sequence_features")
+    for key, spec in cspecs.items():
+        if isinstance(spec, FixedLenSequenceFeature):
+            raise ValueError(
+                f"context feature {key!r}: FixedLenSequenceFeature belongs in sequence_features"
+            )
+    examples = _decode(records, where, example_pb2.SequenceExample)
+    cmaps = [ex.context.feature for ex in examples]
+    context = assemble(cspecs, extract_columns(cmaps, _keys_needed(cspecs), where), where, batch)
+    lists = [ex.feature_lists.feature_list for ex in examples]
+    seq: dict[str, ParsedValue] = {}
+    lengths: dict[str, np.ndarray] = {}
+    for key, spec in sspecs.items():
+        if isinstance(spec, (FixedLenFeature, SparseFeature)):
+            raise ValueError(
+                f"sequence feature {key!r}: use FixedLenSequenceFeature, VarLenFeature or "
+                f"RaggedFeature, not {type(spec).__name__}"
+            )
+        value_key = spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
+        present, steps, col = _sequence_column(lists, value_key, spec.dtype, where)
+        value, length = _sequence_assemble(key, spec, present, steps, col, where, batch)
+        seq[key] = value
+        if length is not None:
+            lengths[key] = length
+    return context, seq, lengths
+
+
+def parse_sequence_example(
+    serialized: Sequence[Serialized],
+    context_features: Optional[Mapping[str, FeatureSpec]] = None,
+    sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+    example_names: Optional[Sequence[Any]] = None,
+    name: Optional[str] = None,
+) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue], dict[str, np.ndarray]]:
+    """Parse a batch of ``SequenceExample`` records, as ``tf.io.parse_sequence_example``.
+
+    Returns ``(context, feature_lists, lengths)``: ``lengths`` holds, for every
+    ``FixedLenSequenceFeature``, the int64 number of steps of each record.
+    """
+    records = _as_records(serialized, "parse_sequence_example")
+    where = _Where(_names(example_names, len(records)), batch=True)
+    return _parse_sequences(records, context_features, sequence_features, where, batch=True)
+
+
+def parse_single_sequence_example(
+    serialized: Serialized,
+    context_features: Optional[Mapping[str, FeatureSpec]] = None,
+    sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+    example_name: Optional[Any] = None,
+    name: Optional[str] = None,
+) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue]]:
+    """Parse one ``SequenceExample``, as ``tf.io.parse_single_sequence_example``.
+
+    Returns ``(context, feature_lists)``; sequence features have a leading
+    steps dimension.
+    """
+    records = _as_records([serialized], "parse_single_sequence_example")
+    where = _Where(None, batch=False)
+    context, seq, _ = _parse_sequences(records, context_features, sequence_features, where, False)
+    context = {k: _unbatch(v) for k, v in context.items()}
+    out: dict[str, ParsedValue] = {}
+    for k, v in seq.items():
+        if isinstance(v, RaggedValue):
+            inner = v.values
+            out[k] = inner if isinstance(inner, RaggedValue) else v
+        else:
+            out[k] = _unbatch(v)
+    return context, out
