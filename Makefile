@@ -23,6 +23,7 @@ $(PY):
 # Re-install when the project metadata changes.
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -e ".[fast,image,test,dev]"
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
 	touch $@
 
 install: $(VENV)/.installed
@@ -46,7 +47,7 @@ test: lint typecheck pytest
 OLDEST_VENV := .venv-oldest
 $(OLDEST_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OLDEST_VENV)
-	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install "protobuf==4.21.6" "numpy==1.23.5" "crcmod==1.7"
+	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install "protobuf==4.25.0" "numpy==1.23.5" "crcmod==1.7"
 	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[test]"
 	touch $@
 

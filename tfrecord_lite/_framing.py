@@ -46,6 +46,7 @@ from typing import Optional, Union
 
 from ._crc import crc32c, mask, unmask
 from ._errors import CorruptRecordError, TruncatedRecordError
+from ._scan import scan
 
 __all__ = [
     "FOOTER_SIZE",
@@ -257,54 +258,43 @@ class RecordDecoder:
             return []
         chunks = self._chunks
         buf: Buffer = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        out: list[bytes] = []
         end = len(buf)
-        pos = 0
-        offset = self.offset
-        index = self.index
-        limit = self.stream_size
-        verify = self.verify
-        left = -1 if max_records is None else max_records
-        unpack_header = _HEADER.unpack_from
-        unpack_u32 = _U32.unpack_from
-        need = HEADER_SIZE
-        try:
-            while left != 0:
-                if end - pos < HEADER_SIZE:
-                    need = HEADER_SIZE
-                    break
-                length, length_crc = unpack_header(buf, pos)
-                if verify and mask(crc32c(buf[pos : pos + 8])) != length_crc:
-                    raise _header_error(buf, pos, length_crc, index, offset)
-                total = length + RECORD_OVERHEAD
-                if end - pos < total:
-                    # Only when the bytes are not here: a file may have grown since its
-                    # size was taken (a writer appending), and its new records are fine.
-                    if limit is not None and offset + total > limit:
-                        have = max(limit - offset, end - pos)
-                        what = "data" if have < HEADER_SIZE + length else "footer"
-                        raise _truncated(what, total, have, offset, index)
-                    need = total
-                    break
-                data_start = pos + HEADER_SIZE
-                data_end = data_start + length
-                data = bytes(buf[data_start:data_end])
-                if verify:
-                    (stored,) = unpack_u32(buf, data_end)
-                    if mask(crc32c(data)) != stored:
-                        raise _data_error(data, stored, index, offset + HEADER_SIZE)
-                out.append(data)
-                pos += total
-                offset += total
-                index += 1
-                left -= 1
-        except (CorruptRecordError, TruncatedRecordError) as err:
+        limit = None if self.stream_size is None else self.stream_size - self.offset
+        result = scan(
+            buf,
+            verify=self.verify,
+            max_records=-1 if max_records is None else max_records,
+            limit=limit,
+        )
+        out = result.records
+        pos = result.consumed
+        offset = self.offset + pos
+        index = self.index + len(out)
+        err: Optional[Exception] = None
+        if result.problem == "header":
+            (stored,) = _U32.unpack_from(buf, pos + 8)
+            err = _header_error(buf, pos, stored, index, offset)
+        elif result.problem == "data":
+            (length,) = _U64.unpack_from(buf, pos)
+            data_end = pos + HEADER_SIZE + length
+            (stored,) = _U32.unpack_from(buf, data_end)
+            err = _data_error(
+                buf[pos + HEADER_SIZE : data_end], stored, index, offset + HEADER_SIZE
+            )
+        elif result.problem == "claim":
+            assert limit is not None
+            (length,) = _U64.unpack_from(buf, pos)
+            have = max(limit - pos, end - pos)
+            what = "data" if have < HEADER_SIZE + length else "footer"
+            err = _truncated(what, length + RECORD_OVERHEAD, have, offset, index)
+        if err is not None:
             # Remembered, so that later calls (and close()) raise this same error.
             self._error = err
+            self._keep(buf, pos, end, offset, index, HEADER_SIZE)
             if not out:
-                self._keep(buf, pos, end, offset, index, HEADER_SIZE)
-                raise
-        self._keep(buf, pos, end, offset, index, need)
+                raise err
+            return out
+        self._keep(buf, pos, end, offset, index, result.need)
         return out
 
     def _keep(self, buf: Buffer, pos: int, end: int, offset: int, index: int, need: int) -> None:
