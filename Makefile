@@ -62,7 +62,7 @@ $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
 	touch $@
 
 interop: $(INTEROP_VENV)/.installed
-	$(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
+	TFRECORD_LITE_INTEROP=1 $(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
 
 protos: install
 	$(PY) -m pip --disable-pip-version-check -q install -r protos/requirements.txt
@@ -70,6 +70,16 @@ protos: install
 
 bench: install
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+# TensorFlow and the `tfrecord` package beside tfrecord_lite, in a venv of their own.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: pyproject.toml benchmarks/requirements-peers.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip --disable-pip-version-check -q install -r benchmarks/requirements-peers.txt
+	touch $@
+
+bench-peers: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m benchmarks.run --peers $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) build dist *.egg-info demo-out

@@ -227,6 +227,7 @@ def prepare(quick: bool = False, data_dir: Path = DATA_DIR, log: Any = print) ->
     """Build the data files that are missing or stale; return the manifest."""
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = data_dir / MANIFEST
+    manifest: dict[str, Any]
     try:
         manifest = json.loads(manifest_path.read_text())
     except (OSError, ValueError):
@@ -249,7 +250,7 @@ def prepare(quick: bool = False, data_dir: Path = DATA_DIR, log: Any = print) ->
     ):
         log(f"generating {mnist_path.name}, {gzip_path.name} ({n['mnist']} records)")
         cols = mnist_arrays(n["mnist"])
-        np.savez(arrays_path, **cols)
+        np.savez(arrays_path, image_raw=cols["image_raw"], label=cols["label"], dim=cols["dim"])
         records = mnist_records(cols)
         check = int(cols["label"].sum())
         _write(mnist_path, records)

@@ -141,7 +141,7 @@ def validate(task: TaskInfo, result: dict[str, Any], manifest: dict[str, Any]) -
 
 def rate(task: TaskInfo, variant: dict[str, Any]) -> float:
     """The child's median rate for one variant, in the task's unit."""
-    t = statistics.median(variant["times"])
+    t = float(statistics.median(variant["times"]))
     if task.unit == "krec/s":
         return float(variant["records"]) / t / 1e3
     return float(variant["nbytes"]) / t / 1e6
@@ -190,7 +190,7 @@ def best_variant(summary: dict[str, Any], prefer: Optional[str] = None) -> Optio
     variants = summary["variants"]
     if prefer is not None and prefer in variants:
         return prefer
-    return max(variants, key=lambda v: variants[v]["median"])
+    return str(max(variants, key=lambda v: variants[v]["median"]))
 
 
 def value(summary: dict[str, Any], prefer: Optional[str] = None) -> Optional[float]:
@@ -388,7 +388,15 @@ def render(report: dict[str, Any]) -> str:
     # crcmod-only table.
     add("## Without the `fast` extra (TFRECORD_LITE_CRC_BACKEND=crcmod)")
     add("")
-    header = ["Task", "Unit", "tfrecord_lite (crcmod)", "TensorFlow", "ours / TF", "Target", "Result"]
+    header = [
+        "Task",
+        "Unit",
+        "tfrecord_lite (crcmod)",
+        "TensorFlow",
+        "ours / TF",
+        "Target",
+        "Result",
+    ]
     add("| " + " | ".join(header) + " |")
     add("|" + "---|" * len(header))
     for name in report["tasks"]:
@@ -446,13 +454,11 @@ def render(report: dict[str, Any]) -> str:
             "before (after imports and set-up). Flat means independent of the file's size."
         )
         add("")
-        add("| Implementation | MB/s | peak RSS growth (MiB) | peak RSS (MiB) |")
+        add("| Implementation | MB/s | peak RSS growth (MiB) | peak RSS, VmHWM (MiB) |")
         add("|---|---|---|---|")
         for col, s in results["stream_rss"].items():
             if s.get("status") == "ok":
-                add(
-                    f"| {col} | {cell(s)} | {s['rss_growth_mib']:.1f} | {s['peak_rss_mib']:.0f} |"
-                )
+                add(f"| {col} | {cell(s)} | {s['rss_growth_mib']:.1f} | {s['peak_rss_mib']:.0f} |")
             else:
                 add(f"| {col} | {cell(s)} | – | – |")
         add("")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import pathlib
 import threading
 import tracemalloc
@@ -799,7 +798,7 @@ def test_random_corruption_never_yields_wrong_data(
     blob = target.getvalue()
     pos = where % len(blob)
     damaged = blob[:pos] + bytes([blob[pos] ^ flip]) + blob[pos + 1 :]
-    out, err = _read_until_error(io.BytesIO(damaged))
+    out, err = _read_until_error(io.BytesIO(damaged), compression)
     # A prefix of the original records, then an error; never a wrong record.
     assert out == records[: len(out)]
     if compression == "":
@@ -807,9 +806,135 @@ def test_random_corruption_never_yields_wrong_data(
         # at the damaged record.
         assert isinstance(err, tfr.DataLossError)
         assert len(out) == err.index
-        assert tfr.encode_records(records[: len(out) + 1]).__len__() > pos
+        assert len(tfr.encode_records(records[: len(out)])) <= pos
+        assert len(tfr.encode_records(records[: len(out) + 1])) > pos
     elif err is None:
-        # Only a gzip header field that nothing checks (mtime, XFL, OS) may change
-        # without an error, and then every record is intact.
-        assert compression == "GZIP" and 4 <= pos < 10
+        # Only a change that leaves the decompressed stream as it was goes unnoticed:
+        # gzip FTEXT/MTIME/XFL/OS, zlib FLEVEL, padding bits after the last block.
+        assert _decompress(damaged, compression) == tfr.encode_records(records)
         assert out == records
+
+
+# --------------------------------------------------------------------------- more peer complaints
+
+
+@pytest.mark.parametrize(("compression", "wbits"), [("GZIP", 31), ("ZLIB", 15)])
+def test_default_zlib_settings_are_tensorflows(
+    tfr_path: pathlib.Path, compression: str, wbits: int
+) -> None:
+    # §B6: level -1 (zlib 6), mem_level 9 (zlib's own default is 8), strategy 0.
+    records = make_records(300, seed=12, max_len=500)
+    write_tfrecord(tfr_path, records, compression)
+    z = zlib.compressobj(6, zlib.DEFLATED, wbits, 9, 0)
+    expected = z.compress(tfr.encode_records(records)) + z.flush()
+    assert tfr_path.read_bytes() == expected
+
+
+def test_bytes_are_never_mangled(tfr_path: pathlib.Path) -> None:
+    # peers.md #10: trailing NULs, invalid UTF-8, and every byte value survive.
+    records = [b"abc\x00\x00", b"\x00", b"\xff\xfe\x80", bytes(range(256)), b"", b"\x00" * 33]
+    for compression in COMPRESSIONS:
+        write_tfrecord(tfr_path, records, compression)
+        out = read_all(tfr_path)
+        assert out == records
+        assert [len(r) for r in out] == [len(r) for r in records]
+
+
+def test_reading_stops_at_the_first_damaged_record(tmp_path: pathlib.Path) -> None:
+    # §A4g: after a data-loss error the rest of that file is abandoned.
+    records = make_records(6, seed=13)
+    stream = bytearray(tfr.encode_records(records))
+    stream[len(tfr.encode_records(records[:2])) + 12] ^= 0x10
+    bad = tmp_path / "bad"
+    bad.write_bytes(bytes(stream))
+    good = write_tfrecord(tmp_path / "good", [b"later"])
+    reader = tfr.TFRecordReader([bad, good])
+    assert [next(reader), next(reader)] == records[:2]
+    with pytest.raises(tfr.CorruptRecordError) as info:
+        next(reader)
+    assert (info.value.path, info.value.index) == (str(bad), 2)
+    with pytest.raises(StopIteration):
+        next(reader)
+
+
+def test_one_file_open_at_a_time(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # peers.md #12: memory and handles do not grow with the number of files.
+    from tfrecord_lite import _io
+
+    paths = [
+        write_tfrecord(tmp_path / f"f{i}", [b"r%d" % i] * 3, COMPRESSIONS[i % 3]) for i in range(12)
+    ]
+    opened: list[Any] = []
+    real_open = _io._builtin_open
+
+    def tracking_open(*args: Any, **kwargs: Any) -> Any:
+        f = real_open(*args, **kwargs)
+        opened.append(f)
+        return f
+
+    monkeypatch.setattr(_io, "_builtin_open", tracking_open)
+    count = 0
+    for _record in tfr.tf_record_iterator(paths):
+        assert sum(not f.closed for f in opened) == 1
+        count += 1
+    assert count == 36
+    assert len(opened) == 12
+    assert all(f.closed for f in opened)
+    # Breaking out of a reader early closes its file too.
+    with tfr.TFRecordReader(paths) as reader:
+        next(reader)
+    assert all(f.closed for f in opened)
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_memory_is_bounded_by_blocks_not_files(tfr_path: pathlib.Path, compression: str) -> None:
+    record = bytes(range(256)) * 4
+    with tfr.TFRecordWriter(tfr_path, compression) as writer:
+        writer.write_all([record] * 24_000)  # ~25 MB of framed records
+    tracemalloc.start()
+    try:
+        count = 0
+        for r in tfr.tf_record_iterator(tfr_path):
+            count += 1
+            assert len(r) == 1024
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 24_000
+    assert peak < 12 * 1024 * 1024
+
+
+def test_dropped_writer_finishes_its_file(tfr_path: pathlib.Path) -> None:
+    import gc
+
+    writer = tfr.TFRecordWriter(tfr_path, "GZIP")
+    writer.write(b"unclosed")
+    del writer
+    gc.collect()
+    assert read_all(tfr_path) == [b"unclosed"]
+
+
+def test_writer_to_a_missing_directory_fails(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        tfr.TFRecordWriter(tmp_path / "no" / "such" / "dir.tfrecord")
+
+
+def test_urls_go_through_fsspec() -> None:
+    # peers.md #8: gs://, s3://, ... through fsspec (the memory:// filesystem here).
+    pytest.importorskip("fsspec")
+    records = make_records(20, seed=14)
+    for compression in COMPRESSIONS:
+        url = f"memory://tfrecord-lite-tests/data-{compression or 'plain'}.tfrecord"
+        write_tfrecord(url, records, compression)
+        assert read_all(url) == records
+        assert read_all([url, url], compression) == records * 2
+
+
+def test_urls_without_fsspec_explain_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fsspec", None)
+    with pytest.raises(ValueError, match="needs fsspec"):
+        read_all("gs://bucket/train.tfrecord")
+    with pytest.raises(ValueError, match="needs fsspec"):
+        tfr.TFRecordWriter("s3://bucket/train.tfrecord")

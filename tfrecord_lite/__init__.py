@@ -21,11 +21,16 @@ Layers, bottom up (each module imports only those above it in this list):
 ``_paths``, ``_io``    files, globs, shards, GZIP/ZLIB, writer and reader
 ``_schema``,           feature specs and dtypes; sparse and ragged values
 ``_values``
-``_parse``             schema-driven parsing of Example / SequenceExample
+``_example``           building Examples (wire format, protobuf objects)
+``_parse``,            schema-driven parsing of Example / SequenceExample
+``_fastparse``         (vectorized over a batch), schema inference
+``_infer``
+``_arrays``            whole files as NumPy columns: write_examples / read_examples
 =====================  ==========================================================
 """
 
 from . import io
+from ._arrays import concat_parsed, read_examples, write_examples
 from ._crc import available_crc_backends, crc32c, crc_backend, masked_crc32c
 from ._errors import (
     ClosedError,
@@ -36,7 +41,18 @@ from ._errors import (
     TFRecordError,
     TruncatedRecordError,
 )
+from ._example import (
+    bytes_feature,
+    bytes_rows,
+    encode_example,
+    encode_sequence_example,
+    float_feature,
+    int64_feature,
+    make_example,
+    make_sequence_example,
+)
 from ._framing import RecordDecoder, encode_record, encode_records, iter_records
+from ._infer import FeatureStats, Schema, infer_schema
 from ._io import (
     TFRecordCompressionType,
     TFRecordOptions,
@@ -62,9 +78,18 @@ from ._schema import (
     SparseFeature,
     VarLenFeature,
     as_dtype,
+    float16,
     float32,
+    float64,
+    int8,
+    int16,
+    int32,
     int64,
     string,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ._values import RaggedValue, SparseValue
 from ._version import __version__
@@ -75,12 +100,14 @@ __all__ = [
     "CorruptRecordError",
     "DType",
     "DataLossError",
+    "FeatureStats",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "ParseError",
     "RaggedFeature",
     "RaggedValue",
     "RecordDecoder",
+    "Schema",
     "SparseFeature",
     "SparseValue",
     "TFRecordCompressionType",
@@ -93,24 +120,36 @@ __all__ = [
     "__version__",
     "as_dtype",
     "available_crc_backends",
+    "bytes_feature",
+    "bytes_rows",
+    "concat_parsed",
     "crc32c",
     "crc_backend",
     "detect_compression",
+    "encode_example",
     "encode_record",
     "encode_records",
+    "encode_sequence_example",
     "expand_paths",
     "float32",
+    "float_feature",
+    "infer_schema",
     "int64",
+    "int64_feature",
     "io",
     "iter_records",
+    "make_example",
+    "make_sequence_example",
     "masked_crc32c",
     "open",
     "parse_example",
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "read_examples",
     "read_records",
     "shard_name",
     "string",
     "tf_record_iterator",
+    "write_examples",
 ]

@@ -38,6 +38,7 @@ how :mod:`tfrecord_lite.torch` adds DataLoader workers and distributed ranks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -160,9 +161,8 @@ class _Source:
             entropy, reshuffle = src.file_shuffle
             perm = _rng(entropy, 1, key, reshuffle).permutation(len(entries))
             entries = [entries[j] for j in perm]
-        readers = [
-            (lambda path=path, f=f: src._read_file(path, f, n_files, n_rec, i_rec))
-            for path, f in entries
+        readers: list[Callable[[], Iterator[bytes]]] = [
+            functools.partial(src._read_file, path, f, n_files, n_rec, i_rec) for path, f in entries
         ]
         if src.cycle_length <= 1:
             return _chain_files(readers)
@@ -258,12 +258,10 @@ def _interleave(
                     continue
                 active = True
                 taken = 0
-                for record in it:
+                for taken, record in enumerate(itertools.islice(it, block_length), 1):  # noqa: B007
                     yield record
-                    taken += 1
-                    if taken >= block_length:
-                        break
-                else:
+                if taken < block_length:  # this file is done: its slot takes the next file
+                    _close(it)
                     slots[s] = None
             if not active and exhausted_input:
                 return
@@ -612,7 +610,7 @@ def collate(items: Sequence[Any]) -> Any:
         return list(items)
     if isinstance(first, SparseValue):
         if all(isinstance(x, SparseValue) for x in items):
-            return _stack_sparse(items)  # type: ignore[arg-type]
+            return _stack_sparse(items)
         return list(items)
     if isinstance(first, RaggedValue):
         if all(isinstance(x, (RaggedValue, np.ndarray)) for x in items):
@@ -663,7 +661,7 @@ def _stack_ragged(items: Sequence[Any]) -> Any:
     from ._values import RaggedValue
 
     lengths = [len(x) for x in items]
-    splits_dtype = np.int64
+    splits_dtype: Any = np.int64
     for x in items:
         if isinstance(x, RaggedValue):
             splits_dtype = x.row_splits.dtype

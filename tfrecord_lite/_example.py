@@ -60,7 +60,6 @@ Notes and decisions:
 
 from __future__ import annotations
 
-import functools
 import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
@@ -71,6 +70,8 @@ import numpy.typing as npt
 
 from . import example_pb2, feature_pb2
 from ._wire import (
+    SMALL_VARINT_LIMIT,
+    SMALL_VARINTS,
     _encode_varints_array,
     decode_varints,
     encode_varint,
@@ -112,13 +113,22 @@ _FEATURE_NAMES: Final = ("tfrecord_lite.Feature", "tensorflow.Feature")
 _FEATURE_LIST_NAMES: Final = ("tfrecord_lite.FeatureList", "tensorflow.FeatureList")
 
 Converted = tuple[int, Any]
+#: Where a value comes from, for error messages: ``(prefix, key)`` formatted lazily by
+#: :func:`_fmt` as ``prefix + repr(key)`` (or just ``prefix`` when key is None).
+Where = tuple[str, object]
 
 
 # --------------------------------------------------------------------------- conversion
 
 
-def _where(key: object) -> str:
-    return f"feature {key!r}"
+def _where(key: object) -> Where:
+    return ("feature ", key)
+
+
+def _fmt(where: Where) -> str:
+    """The text of an error's location, built only when an error is raised."""
+    prefix, key = where
+    return prefix if key is None else f"{prefix}{key!r}"
 
 
 def _message_name(value: object) -> Optional[str]:
@@ -127,13 +137,13 @@ def _message_name(value: object) -> Optional[str]:
     return name if isinstance(name, str) else None
 
 
-def _check_int64(where: str, v: int) -> int:
+def _check_int64(where: Where, v: int) -> int:
     if not _INT64_MIN <= v <= _INT64_MAX:
-        raise ValueError(f"{where}: value {v} is out of int64 range [-2**63, 2**63)")
+        raise ValueError(f"{_fmt(where)}: value {v} is out of int64 range [-2**63, 2**63)")
     return v
 
 
-def _int64_varints(where: str, ints: Sequence[int]) -> bytes:
+def _int64_varints(where: Where, ints: Sequence[int]) -> bytes:
     """Packed varints of Python ints (already ``int``), range-checked."""
     if len(ints) <= 16:
         return b"".join([encode_varint(_check_int64(where, v)) for v in ints])
@@ -146,7 +156,7 @@ def _int64_varints(where: str, ints: Sequence[int]) -> bytes:
     return encode_varints(arr)
 
 
-def _float32_bytes(where: str, floats: Sequence[Any]) -> bytes:
+def _float32_bytes(where: Where, floats: Sequence[Any]) -> bytes:
     """Packed little-endian float32 of Python numbers (narrowed as TensorFlow does)."""
     if len(floats) == 1:
         try:
@@ -156,16 +166,16 @@ def _float32_bytes(where: str, floats: Sequence[Any]) -> bytes:
     try:
         arr = np.array(floats, dtype=np.float64)
     except OverflowError as e:  # an int too large even for float64
-        raise ValueError(f"{where}: {e}") from None
+        raise ValueError(f"{_fmt(where)}: {e}") from None
     with np.errstate(over="ignore"):
         return arr.astype("<f4").tobytes()
 
 
-def _str_bytes(where: str, s: str) -> bytes:
+def _str_bytes(where: Where, s: str) -> bytes:
     try:
         return s.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ValueError(f"{where}: string is not valid UTF-8 text: {e}") from None
+        raise ValueError(f"{_fmt(where)}: string is not valid UTF-8 text: {e}") from None
 
 
 # Element kinds inside a list: b(ytes-like) s(tr) i(nt) f(loat).
@@ -189,12 +199,12 @@ _ELEMENT_KIND.update(dict.fromkeys(_INT_TYPES, "i"))
 _ELEMENT_KIND.update(dict.fromkeys(_FLOAT_TYPES, "f"))
 
 
-def _element_kind(where: str, t: type) -> str:
+def _element_kind(where: Where, t: type) -> str:
     kind = _ELEMENT_KIND.get(t)
     if kind is not None:
         return kind
     if t is type(None):
-        raise TypeError(f"{where}: None is not a feature value (found inside a list)")
+        raise TypeError(f"{_fmt(where)}: None is not a feature value (found inside a list)")
     if issubclass(t, (bytes, bytearray, memoryview, np.void)):
         return "b"
     if issubclass(t, str):
@@ -205,13 +215,13 @@ def _element_kind(where: str, t: type) -> str:
         return "f"
     if issubclass(t, (list, tuple, np.ndarray)):
         raise TypeError(
-            f"{where}: nested sequences are not supported (got a {t.__name__} inside a list); "
+            f"{_fmt(where)}: nested sequences are not supported (got a {t.__name__} inside a list); "
             "a feature is one flat list of values: flatten it or pass a NumPy array"
         )
-    raise TypeError(f"{where}: unsupported value type {t.__name__} inside a list")
+    raise TypeError(f"{_fmt(where)}: unsupported value type {t.__name__} inside a list")
 
 
-def _elements_to_bytes(where: str, seq: Iterable[Any]) -> list[bytes]:
+def _elements_to_bytes(where: Where, seq: Iterable[Any]) -> list[bytes]:
     out = []
     for x in seq:
         if type(x) is bytes:
@@ -223,7 +233,7 @@ def _elements_to_bytes(where: str, seq: Iterable[Any]) -> list[bytes]:
     return out
 
 
-def _classify_sequence(where: str, seq: Sequence[Any]) -> Converted:
+def _classify_sequence(where: Where, seq: Sequence[Any]) -> Converted:
     """A list / tuple (or an object array's elements) of scalars."""
     if not seq:
         return _EMPTY, None
@@ -244,7 +254,7 @@ def _classify_sequence(where: str, seq: Sequence[Any]) -> Converted:
     if "b" in kinds or "s" in kinds:
         names = sorted({t.__name__ for t in types})
         raise TypeError(
-            f"{where}: a list mixes bytes/str with numbers ({', '.join(names)}); "
+            f"{_fmt(where)}: a list mixes bytes/str with numbers ({', '.join(names)}); "
             "a feature holds one kind of value"
         )
     if "f" in kinds:
@@ -252,13 +262,13 @@ def _classify_sequence(where: str, seq: Sequence[Any]) -> Converted:
     return _INT64, _int64_varints(where, [operator.index(x) for x in seq])
 
 
-def _int_array_varints(where: str, arr: np.ndarray) -> bytes:
+def _int_array_varints(where: Where, arr: np.ndarray) -> bytes:
     if arr.dtype.kind == "b":
         return _encode_varints_array(arr).tobytes()
     if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size:
         top = int(arr.max())
         if top > _INT64_MAX:
-            raise ValueError(f"{where}: value {top} is out of int64 range [-2**63, 2**63)")
+            raise ValueError(f"{_fmt(where)}: value {top} is out of int64 range [-2**63, 2**63)")
     return encode_varints(arr)
 
 
@@ -269,7 +279,7 @@ def _void_elements(arr: np.ndarray) -> list[bytes]:
     return [buf[i : i + width] for i in range(0, n * width, width)] if width else [b""] * n
 
 
-def _classify_array(where: str, arr: np.ndarray) -> Converted:
+def _classify_array(where: Where, arr: np.ndarray) -> Converted:
     kind = arr.dtype.kind
     if kind in "iub":
         return _INT64, _int_array_varints(where, arr.reshape(-1))
@@ -284,15 +294,19 @@ def _classify_array(where: str, arr: np.ndarray) -> Converted:
         return _BYTES, _void_elements(arr)
     if kind == "O":
         return _classify_sequence(where, arr.reshape(-1).tolist())
-    raise TypeError(f"{where}: unsupported NumPy dtype {arr.dtype} (array of shape {arr.shape})")
+    raise TypeError(
+        f"{_fmt(where)}: unsupported NumPy dtype {arr.dtype} (array of shape {arr.shape})"
+    )
 
 
-def _classify(where: str, value: Any) -> Converted:
+def _classify(where: Where, value: Any) -> Converted:
     """The single source of truth: which list a value goes into, and its payload."""
     t = type(value)
     if t is bytes:
         return _BYTES, [value]
     if t is int:
+        if 0 <= value < SMALL_VARINT_LIMIT:
+            return _INT64, SMALL_VARINTS[value]
         return _INT64, encode_varint(_check_int64(where, value))
     if t is float:
         return _FLOAT, _float32_bytes(where, (value,))
@@ -304,7 +318,7 @@ def _classify(where: str, value: Any) -> Converted:
         return _classify_array(where, value)
     if value is None:
         raise TypeError(
-            f"{where}: None is not a feature value (leave the key out, or pass [] "
+            f"{_fmt(where)}: None is not a feature value (leave the key out, or pass [] "
             "for an empty feature)"
         )
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -321,7 +335,7 @@ def _classify(where: str, value: Any) -> Converted:
         return _classify_sequence(where, value)
     if _message_name(value) in _FEATURE_NAMES:
         return _FEATURE, value.SerializeToString()
-    raise TypeError(f"{where}: unsupported value type {t.__name__}")
+    raise TypeError(f"{_fmt(where)}: unsupported value type {t.__name__}")
 
 
 # --------------------------------------------------------------------------- explicit kinds
@@ -342,12 +356,12 @@ def int64_feature(value: Any) -> feature_pb2.Feature:
     Floats and bytes raise ``TypeError``; values outside int64 raise ``ValueError``.
     An empty list gives an ``int64_list`` with no values.
     """
-    where = "int64_feature"
+    where: Where = ("int64_feature", None)
     kind, payload = _classify(where, _to_list(value))
     if kind == _EMPTY:
         kind, payload = _INT64, b""
     if kind != _INT64:
-        raise TypeError(f"{where}: expected integers, got {_describe(value)}")
+        raise TypeError(f"{_fmt(where)}: expected integers, got {_describe(value)}")
     return _build_feature(kind, payload)
 
 
@@ -357,7 +371,7 @@ def float_feature(value: Any) -> feature_pb2.Feature:
     Values are stored as float32 (``0.1`` reads back as ``0.10000000149011612``);
     ints and bools are converted. Bytes/str raise ``TypeError``.
     """
-    where = "float_feature"
+    where: Where = ("float_feature", None)
     value = _to_list(value)
     kind, payload = _classify(where, value)
     if kind == _EMPTY:
@@ -370,7 +384,7 @@ def float_feature(value: Any) -> feature_pb2.Feature:
             payload = _float32_bytes(where, [float(x) for x in value])
         kind = _FLOAT
     if kind != _FLOAT:
-        raise TypeError(f"{where}: expected numbers, got {_describe(value)}")
+        raise TypeError(f"{_fmt(where)}: expected numbers, got {_describe(value)}")
     return _build_feature(kind, payload)
 
 
@@ -381,7 +395,7 @@ def bytes_feature(value: Any) -> feature_pb2.Feature:
     Bytes are stored exactly as given. A numeric array raises ``TypeError``: pass
     ``arr.tobytes()`` to store its raw bytes as one value.
     """
-    where = "bytes_feature"
+    where: Where = ("bytes_feature", None)
     kind, payload = _classify(where, _to_list(value))
     if kind == _EMPTY:
         kind, payload = _BYTES, []
@@ -389,7 +403,7 @@ def bytes_feature(value: Any) -> feature_pb2.Feature:
         hint = ""
         if isinstance(value, np.ndarray):
             hint = " (use arr.tobytes() to store an array's raw bytes as one value)"
-        raise TypeError(f"{where}: expected bytes or str, got {_describe(value)}{hint}")
+        raise TypeError(f"{_fmt(where)}: expected bytes or str, got {_describe(value)}{hint}")
     return _build_feature(kind, payload)
 
 
@@ -491,29 +505,32 @@ def make_example(features: Mapping[str, Any]) -> example_pb2.Example:
     return example
 
 
-def _classify_steps(where: str, steps: Any) -> list[Converted]:
+def _classify_steps(where: Where, steps: Any) -> list[Converted]:
     """The per-step conversions of one feature list, all of one kind."""
     if isinstance(steps, np.ndarray):
         if steps.ndim == 0:
-            raise TypeError(f"{where}: a feature list needs a sequence of steps, not a 0-d array")
+            raise TypeError(
+                f"{_fmt(where)}: a feature list needs a sequence of steps, not a 0-d array"
+            )
         items: Sequence[Any] = list(steps)
     elif isinstance(steps, (list, tuple)):
         items = steps
     else:
         raise TypeError(
-            f"{where}: a feature list is a list of steps (or an array, one row per step), "
+            f"{_fmt(where)}: a feature list is a list of steps (or an array, one row per step), "
             f"not {type(steps).__name__}"
         )
     out = []
     seen: Optional[int] = None
+    step_prefix = f"{_fmt(where)}, step "
     for i, step in enumerate(items):
-        kind, payload = _classify(f"{where} step {i}", step)
+        kind, payload = _classify((step_prefix, i), step)
         if kind in (_BYTES, _FLOAT, _INT64):
             if seen is None:
                 seen = kind
             elif kind != seen:
                 raise TypeError(
-                    f"{where}: step {i} is a {_KIND_NAMES[kind]} but earlier steps are "
+                    f"{_fmt(where)}: step {i} is a {_KIND_NAMES[kind]} but earlier steps are "
                     f"{_KIND_NAMES[seen]}; every step of a feature list holds one kind"
                 )
         out.append((kind, payload))
@@ -540,7 +557,7 @@ def make_sequence_example(
     cmap = seq.context.feature
     for key, value in context.items():
         name = _check_key(key)
-        kind, payload = _classify(f"context feature {key!r}", value)
+        kind, payload = _classify(("context feature ", key), value)
         _fill_feature(cmap[name], kind, payload)
     lmap = seq.feature_lists.feature_list
     for key, steps in feature_lists.items():
@@ -549,7 +566,7 @@ def make_sequence_example(
         if _message_name(steps) in _FEATURE_LIST_NAMES:
             flist.ParseFromString(steps.SerializeToString())
             continue
-        for kind, payload in _classify_steps(f"feature list {key!r}", steps):
+        for kind, payload in _classify_steps(("feature list ", key), steps):
             _fill_feature(flist.feature.add(), kind, payload)
     return seq
 
@@ -557,92 +574,157 @@ def make_sequence_example(
 # --------------------------------------------------------------------------- wire encoding
 
 
-def _feature_bytes(kind: int, payload: Any) -> bytes:
-    """Serialized ``Feature`` of a converted value (same bytes protobuf writes)."""
+def _vlen(n: int) -> bytes:
+    """Varint of a length (``n >= 0``)."""
+    return SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
+
+
+def _feature_pieces(kind: int, payload: Any) -> tuple[list[bytes], int]:
+    """The serialized ``Feature`` of a converted value, as pieces, and its size.
+
+    ``b"".join(pieces)`` is what protobuf writes for the same Feature.
+    """
     if kind == _BYTES:
-        parts = []
+        pieces = [b"\x0a", b""]  # [1]: the BytesList size, known at the end
+        body = 0
         for b in payload:
-            parts.append(b"\x0a")
-            parts.append(encode_varint(len(b)))
-            parts.append(b)
-        body = b"".join(parts)
-        return b"".join((b"\x0a", encode_varint(len(body)), body))
-    if kind in (_INT64, _FLOAT):
+            n = len(b)
+            nv = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
+            pieces += (b"\x0a", nv, b)
+            body += 1 + len(nv) + n
+        bv = SMALL_VARINTS[body] if body < SMALL_VARINT_LIMIT else encode_varint(body)
+        pieces[1] = bv
+        return pieces, 1 + len(bv) + body
+    if kind == _INT64 or kind == _FLOAT:  # noqa: SIM109 (faster than a tuple test)
         tag = b"\x1a" if kind == _INT64 else b"\x12"
         n = len(payload)
         if not n:
-            return tag + b"\x00"
-        ln = encode_varint(n)
-        return b"".join((tag, encode_varint(1 + len(ln) + n), b"\x0a", ln, payload))
+            return [tag, b"\x00"], 2
+        nv = SMALL_VARINTS[n] if n < SMALL_VARINT_LIMIT else encode_varint(n)
+        inner = 1 + len(nv) + n
+        iv = SMALL_VARINTS[inner] if inner < SMALL_VARINT_LIMIT else encode_varint(inner)
+        return [tag, iv, b"\x0a", nv, payload], 1 + len(iv) + inner
     if kind == _FEATURE:
-        return payload  # type: ignore[no-any-return]
-    return b""
+        return [payload], len(payload)
+    return [], 0
 
 
-@functools.lru_cache(maxsize=4096)
-def _key_field(name: str) -> bytes:
-    """``key`` field of a map entry: ``0a len name``."""
-    raw = _str_bytes(f"feature name {name!r}", name)
-    return b"\x0a" + encode_varint(len(raw)) + raw
+def _feature_bytes(kind: int, payload: Any) -> bytes:
+    """Serialized ``Feature`` of a converted value (same bytes protobuf writes)."""
+    return b"".join(_feature_pieces(kind, payload)[0])
 
 
-def _entry(name: str, value_bytes: bytes) -> bytes:
-    """One map entry (``Features.feature`` or ``FeatureLists.feature_list``), with its tag."""
+_KEY_FIELDS: dict[str, bytes] = {}
+
+
+def _key_field(name: Any) -> bytes:
+    """``key`` field of a map entry (``0a len utf8``); ``TypeError`` unless ``name`` is a str."""
+    kf = _KEY_FIELDS.get(name)
+    if kf is None:
+        name = _check_key(name)
+        raw = _str_bytes(("feature name ", name), name)
+        kf = b"\x0a" + _vlen(len(raw)) + raw
+        if len(_KEY_FIELDS) >= 65536:
+            _KEY_FIELDS.clear()
+        _KEY_FIELDS[name] = kf
+    return kf
+
+
+def _add_entry(parts: list[bytes], name: Any, value: list[bytes], size: int) -> int:
+    """Append one map entry (with its tag) of a value given as pieces; return its size."""
     kf = _key_field(name)
-    lv = encode_varint(len(value_bytes))
-    size = len(kf) + 1 + len(lv) + len(value_bytes)
-    return b"".join((b"\x0a", encode_varint(size), kf, b"\x12", lv, value_bytes))
+    sv = _vlen(size)
+    entry = len(kf) + 1 + len(sv) + size
+    ev = _vlen(entry)
+    parts += (b"\x0a", ev, kf, b"\x12", sv)
+    parts += value
+    return 1 + len(ev) + entry
 
 
-def _features_body(what: str, features: Mapping[str, Any]) -> bytes:
-    parts = []
+def _add_features(parts: list[bytes], prefix: str, features: Any) -> int:
+    """Append the entries of a ``Features`` message; return their total size."""
+    if type(features) is not dict:
+        features = _check_mapping("features" if prefix == "feature " else "context", features)
+    # The per-record hot loop of encode_example: _add_entry and _vlen inlined.
+    small, limit, key_fields = SMALL_VARINTS, SMALL_VARINT_LIMIT, _KEY_FIELDS
+    total = 0
     for key, value in features.items():
-        name = _check_key(key)
-        kind, payload = _classify(f"{what}{key!r}", value)
-        parts.append(_entry(name, _feature_bytes(kind, payload)))
-    return b"".join(parts)
+        pieces, size = _feature_pieces(*_classify((prefix, key), value))
+        kf = key_fields.get(key) or _key_field(key)
+        sv = small[size] if size < limit else encode_varint(size)
+        entry = len(kf) + 1 + len(sv) + size
+        ev = small[entry] if entry < limit else encode_varint(entry)
+        parts += (b"\x0a", ev, kf, b"\x12", sv)
+        parts += pieces
+        total += 1 + len(ev) + entry
+    return total
 
 
 def encode_example(features: Mapping[str, Any]) -> bytes:
     """Serialize ``{name: value}`` as a ``tf.train.Example`` (see the module notes for the rules).
 
-    Equivalent to ``make_example(features).SerializeToString()`` up to the order of
-    the map entries (here: the mapping's order), but written directly.
+    Parses to exactly ``make_example(features)``; the bytes are the same as
+    ``make_example(features).SerializeToString()`` up to the order of the map
+    entries (here: the mapping's order; protobuf leaves map order unspecified).
     """
-    body = _features_body("feature ", _check_mapping("features", features))
-    return b"".join((b"\x0a", encode_varint(len(body)), body))
+    parts = [b"\x0a", b""]
+    body = _add_features(parts, "feature ", features)
+    parts[1] = _vlen(body)
+    return b"".join(parts)
 
 
 def encode_sequence_example(
     context: Optional[Mapping[str, Any]] = None,
     feature_lists: Optional[Mapping[str, Any]] = None,
 ) -> bytes:
-    """Serialize a ``tf.train.SequenceExample``; arguments as :func:`make_sequence_example`."""
-    ctx = _features_body("context feature ", _check_mapping("context", context))
-    entries = []
+    """Serialize a ``tf.train.SequenceExample``; arguments as :func:`make_sequence_example`.
+
+    Parses to exactly ``make_sequence_example(context, feature_lists)``.
+    """
+    parts = [b"\x0a", b""]
+    ctx = _add_features(parts, "context feature ", _check_mapping("context", context))
+    parts[1] = _vlen(ctx)
+    parts += (b"\x12", b"")
+    at = len(parts) - 1
+    lists = 0
     for key, steps in _check_mapping("feature_lists", feature_lists).items():
-        name = _check_key(key)
         if _message_name(steps) in _FEATURE_LIST_NAMES:
             flist = steps.SerializeToString()
-        else:
-            parts = []
-            for kind, payload in _classify_steps(f"feature list {key!r}", steps):
-                fb = _feature_bytes(kind, payload)
-                parts.append(b"\x0a")
-                parts.append(encode_varint(len(fb)))
-                parts.append(fb)
-            flist = b"".join(parts)
-        entries.append(_entry(name, flist))
-    lists = b"".join(entries)
-    return b"".join(
-        (b"\x0a", encode_varint(len(ctx)), ctx, b"\x12", encode_varint(len(lists)), lists)
-    )
+            lists += _add_entry(parts, key, [flist], len(flist))
+            continue
+        _key_field(key)  # check the name before the steps
+        pieces: list[bytes] = []
+        size = 0
+        for kind, payload in _classify_steps(("feature list ", key), steps):
+            fp, fs = _feature_pieces(kind, payload)
+            fv = _vlen(fs)
+            pieces += (b"\x0a", fv)
+            pieces += fp
+            size += 1 + len(fv) + fs
+        lists += _add_entry(parts, key, pieces, size)
+    parts[at] = _vlen(lists)
+    return b"".join(parts)
 
 
 # --------------------------------------------------------------------------- columns
+#
+# _encode_columns builds many records at once. Each column yields, per record i,
+# ``d[i]`` bytes of *data* (packed varints, packed float32, one bytes value, or a
+# whole serialized Feature); everything in front of the data in the record's map
+# entry (tag, sizes, key, Feature/list headers) depends only on the column and
+# d[i], so it is computed once per distinct size. Records are then put together
+# one of two ways:
+#
+# * rows: when every column's data comes from a NumPy array, records with the same
+#   sizes in every column are laid out as the rows of one 2-D byte array (one
+#   group per distinct size pattern; usually one or two);
+# * join: otherwise, each record is one ``b"".join`` of its pieces.
 
 
-# Feature-internal header before the data, for data of d bytes, per column kind.
+#: Mean bytes per record under which a list-backed column still uses 2-D rows.
+_SMALL_DATA: Final = 64
+
+
 def _int64_header(d: int) -> bytes:
     if not d:
         return b"\x1a\x00"
@@ -666,14 +748,44 @@ def _no_header(d: int) -> bytes:
     return b""
 
 
-class _Column:
-    """One column of ``_encode_columns``: per-record data of ``d[i]`` bytes plus headers.
+def _rows_to_bytes(rows: npt.NDArray[np.uint8]) -> list[bytes]:
+    """Each row of a 2-D uint8 array as one ``bytes`` (exact: NUL bytes kept)."""
+    n, width = rows.shape
+    if width == 0:
+        return [b""] * n
+    # A void ("V") view converts to bytes in C; unlike "S" it keeps trailing NULs.
+    records: list[bytes] = (
+        np.ascontiguousarray(rows).view(np.dtype((np.void, width))).reshape(n).tolist()
+    )
+    return records
 
-    Record ``i``'s map entry is ``prefix(d[i]) + data_i``; ``prefix`` depends only
-    on the key, the column kind and ``d[i]``.
+
+def _split(buf: bytes, sizes: npt.NDArray[np.int64]) -> list[bytes]:
+    """``buf`` cut into consecutive pieces of ``sizes`` bytes."""
+    ends = np.cumsum(sizes).tolist()
+    return [buf[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
+def _join_rows(
+    data: list[bytes], idx: Optional[npt.NDArray[np.intp]], width: int
+) -> npt.NDArray[np.uint8]:
+    """Equal-sized ``data[i]`` (``i`` in ``idx``, or all) as rows of a 2-D array."""
+    joined = b"".join(data) if idx is None else b"".join([data[i] for i in idx.tolist()])
+    count = len(data) if idx is None else len(idx)
+    return np.frombuffer(joined, dtype=np.uint8).reshape(count, width)
+
+
+class _Column:
+    """One column of :func:`_encode_columns`.
+
+    ``d[i]`` is the size of record ``i``'s data; its map entry is
+    ``prefix(d[i]) + data_i``. ``data_list()`` gives every record's data;
+    ``data_rows(idx, width)`` the data of records ``idx`` (all if None), all of
+    size ``width``, as a 2-D array. ``array_backed`` columns make rows cheaply
+    (NumPy data, or short values).
     """
 
-    __slots__ = ("_cache", "_header", "_key_field", "d", "data_2d", "data_list")
+    __slots__ = ("_cache", "_header", "_key_field", "array_backed", "d", "data_list", "data_rows")
 
     def __init__(
         self,
@@ -681,16 +793,19 @@ class _Column:
         header: Callable[[int], bytes],
         d: npt.NDArray[np.int64],
         data_list: Callable[[], list[bytes]],
-        data_2d: Callable[[npt.NDArray[np.intp], int], npt.NDArray[np.uint8]],
+        data_rows: Callable[[Optional[npt.NDArray[np.intp]], int], npt.NDArray[np.uint8]],
+        array_backed: bool,
     ) -> None:
         self._key_field = _key_field(name)
         self._header = header
         self._cache: dict[int, bytes] = {}
         self.d = d
         self.data_list = data_list
-        self.data_2d = data_2d
+        self.data_rows = data_rows
+        self.array_backed = array_backed
 
     def prefix(self, d: int) -> bytes:
+        """Map-entry bytes in front of ``d`` bytes of data."""
         p = self._cache.get(d)
         if p is None:
             fh = self._header(d)
@@ -701,131 +816,112 @@ class _Column:
             self._cache[d] = p
         return p
 
-    def prefixes(self, values: npt.NDArray[np.int64]) -> tuple[list[bytes], npt.NDArray[np.intp]]:
-        """Distinct prefixes of ``values`` and the index of each value's prefix."""
-        uniq, inverse = np.unique(values, return_inverse=True)
-        return [self.prefix(int(u)) for u in uniq], inverse.reshape(-1)
 
+def _rows_ok(d: npt.NDArray[np.int64], n: int) -> bool:
+    """Whether data held as a list of bytes is small enough to go through 2-D rows.
 
-def _split(buf: bytes, ends: npt.NDArray[np.int64]) -> list[bytes]:
-    starts = [0, *ends[:-1].tolist()]
-    return [buf[a:b] for a, b in zip(starts, ends.tolist())]
-
-
-def _rows_2d(
-    data: list[bytes], idx: npt.NDArray[np.intp], width: int, everything: bool
-) -> npt.NDArray[np.uint8]:
-    if everything:
-        joined = b"".join(data)
-    else:
-        joined = b"".join([data[i] for i in idx.tolist()])
-    return np.frombuffer(joined, dtype=np.uint8).reshape(len(idx), width)
+    Rows cost a join and an extra copy of the data, the per-record join path costs a
+    ``b"".join`` per record: for short values (dtype strings, ids) rows win.
+    """
+    return int(d.sum()) <= _SMALL_DATA * n
 
 
 def _bytes_list_column(name: str, values: list[bytes], n: int) -> _Column:
+    """One bytes value per record."""
     d = np.fromiter(map(len, values), dtype=np.int64, count=n)
 
-    def data_2d(idx: npt.NDArray[np.intp], width: int) -> npt.NDArray[np.uint8]:
-        return _rows_2d(values, idx, width, len(idx) == n)
+    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
+        return _join_rows(values, idx, width)
 
-    return _Column(name, _single_bytes_header, d, lambda: values, data_2d)
-
-
-def _void_column(name: str, arr: np.ndarray, n: int) -> _Column:
-    width = arr.dtype.itemsize
-    rows = np.ascontiguousarray(arr).view(np.uint8).reshape(n, width)
-    d = np.full(n, width, dtype=np.int64)
-
-    def data_list() -> list[bytes]:
-        buf = rows.tobytes()
-        return [buf[i : i + width] for i in range(0, n * width, width)] if width else [b""] * n
-
-    def data_2d(idx: npt.NDArray[np.intp], w: int) -> npt.NDArray[np.uint8]:
-        return rows if len(idx) == n else rows[idx]
-
-    return _Column(name, _single_bytes_header, d, data_list, data_2d)
+    return _Column(name, _single_bytes_header, d, lambda: values, data_rows, _rows_ok(d, n))
 
 
-def _int_column(where: str, name: str, values: np.ndarray, n: int) -> _Column:
-    """``values``: (n, m) integer/bool array; each record gets its row."""
+def _array_rows_column(
+    name: str, header: Callable[[int], bytes], rows: npt.NDArray[np.uint8], n: int
+) -> _Column:
+    """Every record's data is one row of a 2-D uint8 array (void and float columns)."""
+    d = np.full(n, rows.shape[1], dtype=np.int64)
+
+    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
+        return rows if idx is None else rows[idx]
+
+    return _Column(name, header, d, lambda: _rows_to_bytes(rows), data_rows, True)
+
+
+def _check_uint64(where: Where, values: np.ndarray) -> None:
     if values.dtype.kind == "u" and values.dtype.itemsize == 8 and values.size:
         top = int(values.max())
         if top > _INT64_MAX:
-            raise ValueError(f"{where}: value {top} is out of int64 range [-2**63, 2**63)")
+            raise ValueError(f"{_fmt(where)}: value {top} is out of int64 range [-2**63, 2**63)")
+
+
+def _int_column(where: Where, name: str, values: np.ndarray, n: int) -> _Column:
+    """``values``: (n, m) integer/bool array; each record gets its row."""
+    _check_uint64(where, values)
     if values.dtype.kind == "b":
         values = values.astype(np.uint8)
     sizes = varint_sizes(values)
     d = sizes.sum(axis=1, dtype=np.int64)
-    single_width = bool(sizes.size) and int(sizes.max()) == 1
+    one_byte_each = not sizes.size or int(sizes.max()) == 1
+    uniform = not n or int(d.min()) == int(d.max())
 
-    def data_list() -> list[bytes]:
-        return _split(_encode_varints_array(values).tobytes(), np.cumsum(d))
-
-    def data_2d(idx: npt.NDArray[np.intp], width: int) -> npt.NDArray[np.uint8]:
-        sub = values if len(idx) == n else values[idx]
-        if single_width:
+    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
+        sub = values if idx is None else values[idx]
+        if one_byte_each:
             return sub.astype(np.uint8)
-        return _encode_varints_array(sub).reshape(len(idx), width)
-
-    return _Column(name, _int64_header, d, data_list, data_2d)
-
-
-def _float_column(name: str, values: np.ndarray, n: int) -> _Column:
-    with np.errstate(over="ignore"):
-        f32 = np.ascontiguousarray(values, dtype="<f4")
-    rows = f32.view(np.uint8).reshape(n, -1)
-    width = rows.shape[1]
-    d = np.full(n, width, dtype=np.int64)
+        return _encode_varints_array(sub).reshape(len(sub), width)
 
     def data_list() -> list[bytes]:
-        buf = rows.tobytes()
-        return [buf[i : i + width] for i in range(0, n * width, width)] if width else [b""] * n
+        if uniform:
+            return _rows_to_bytes(data_rows(None, int(d[0])))
+        return _split(_encode_varints_array(values).tobytes(), d)
 
-    def data_2d(idx: npt.NDArray[np.intp], w: int) -> npt.NDArray[np.uint8]:
-        return rows if len(idx) == n else rows[idx]
-
-    return _Column(name, _float_header, d, data_list, data_2d)
+    return _Column(name, _int64_header, d, data_list, data_rows, True)
 
 
-def _generic_column(where: str, name: str, values: Any, n: int) -> _Column:
-    """Any per-record values: each converted like an ``encode_example`` value."""
+def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
+    """Any per-record values, each converted like an ``encode_example`` value."""
     feats = []
     seen: Optional[int] = None
+    record_prefix = f"{_fmt(where)}, record "
     for i in range(n):
-        kind, payload = _classify(f"{where} (record {i})", values[i])
-        if kind in (_BYTES, _FLOAT, _INT64):
+        kind, payload = _classify((record_prefix, i), values[i])
+        if kind == _BYTES or kind == _FLOAT or kind == _INT64:  # noqa: SIM109
             if seen is None:
                 seen = kind
             elif kind != seen:
                 raise TypeError(
-                    f"{where}: record {i} is a {_KIND_NAMES[kind]} but earlier records are "
-                    f"{_KIND_NAMES[seen]}; a column holds one kind of value "
+                    f"{_fmt(where)}: record {i} is a {_KIND_NAMES[kind]} but earlier records "
+                    f"are {_KIND_NAMES[seen]}; a column holds one kind of value "
                     "(convert it first, e.g. with np.asarray(column, np.float32))"
                 )
         feats.append(_feature_bytes(kind, payload))
     d = np.fromiter(map(len, feats), dtype=np.int64, count=n)
 
-    def data_2d(idx: npt.NDArray[np.intp], width: int) -> npt.NDArray[np.uint8]:
-        return _rows_2d(feats, idx, width, len(idx) == n)
+    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
+        return _join_rows(feats, idx, width)
 
-    return _Column(name, _no_header, d, lambda: feats, data_2d)
+    return _Column(name, _no_header, d, lambda: feats, data_rows, _rows_ok(d, n))
 
 
 def _make_column(name: str, values: Any, n: int) -> _Column:
     where = _where(name)
     if isinstance(values, np.ndarray):
         if values.ndim == 0:
-            raise ValueError(f"{where}: a column needs one value per record, got a 0-d array")
+            raise ValueError(f"{_fmt(where)}: a column needs one value per record, got a 0-d array")
         if len(values) != n:
-            raise ValueError(f"{where}: column has {len(values)} values, expected {n}")
+            raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
         kind = values.dtype.kind
         if kind in "iub":
             return _int_column(where, name, values.reshape(n, -1), n)
         if kind == "f":
-            return _float_column(name, values.reshape(n, -1), n)
+            with np.errstate(over="ignore"):
+                f32 = np.ascontiguousarray(values.reshape(n, -1), dtype="<f4")
+            return _array_rows_column(name, _float_header, f32.view(np.uint8), n)
         if values.ndim == 1:
             if kind == "V" and values.dtype.names is None:
-                return _void_column(name, values, n)
+                rows = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
+                return _array_rows_column(name, _single_bytes_header, rows, n)
             if kind == "S":
                 return _bytes_list_column(name, values.tolist(), n)
             if kind == "U":
@@ -834,16 +930,16 @@ def _make_column(name: str, values: Any, n: int) -> _Column:
                 return _make_column(name, values.tolist(), n)
         if kind in "SUVO":
             return _generic_column(where, name, values, n)
-        raise TypeError(f"{where}: unsupported NumPy dtype {values.dtype} for a column")
+        raise TypeError(f"{_fmt(where)}: unsupported NumPy dtype {values.dtype} for a column")
     if isinstance(values, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(
         values, Sequence
     ):
         raise TypeError(
-            f"{where}: a column is a list or array with one value per record, "
+            f"{_fmt(where)}: a column is a list or array with one value per record, "
             f"not {type(values).__name__}"
         )
     if len(values) != n:
-        raise ValueError(f"{where}: column has {len(values)} values, expected {n}")
+        raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
     types = set(map(type, values))
     if len(types) == 1:
         t = next(iter(types))
@@ -860,94 +956,122 @@ def _make_column(name: str, values: Any, n: int) -> _Column:
                 raise  # pragma: no cover
             return _int_column(where, name, arr.reshape(n, 1), n)
         if t is float:
-            return _float_column(name, np.array(values, dtype=np.float64).reshape(n, 1), n)
+            with np.errstate(over="ignore"):
+                f32 = np.array(values, dtype=np.float64).astype("<f4").reshape(n, 1)
+            return _array_rows_column(name, _float_header, f32.view(np.uint8), n)
     return _generic_column(where, name, values, n)
 
 
 def _encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
     """Serialize ``n`` Examples from columns: record ``i`` holds ``{k: columns[k][i]}``.
 
-    A column is a list or array of length ``n``. Record ``i`` gets exactly what
-    ``encode_example({k: columns[k][i] for k in columns})`` would give it: a
+    A column is a list or NumPy array of length ``n``; record ``i`` gets exactly
+    what ``encode_example({k: columns[k][i] for k in columns})`` gives it: a
     ``(n, ...)`` numeric array gives each record its row, flattened; a ``(n,)``
-    bytes/str/object array or list gives each record one value (or, for list
-    items, that list). In addition all non-empty records of a column must share
-    one kind (``TypeError`` otherwise: no column changing type from row to row).
+    bytes / str / void / object array or a list gives each record one item (one
+    value, or the list it holds). In addition, all non-empty records of a column
+    must share one kind (``TypeError`` otherwise: no column changes type from row
+    to row). Map entries are in the order of ``columns``.
 
-    The work is done column-wise with NumPy: records whose per-column data sizes
-    are the same are laid out together as rows of one 2-D byte array.
+    Fast layouts: numeric arrays, :func:`bytes_rows` views, lists of ``bytes``,
+    lists of ``int`` / ``float``. Anything else is converted record by record.
     """
     if n < 0:
         raise ValueError(f"number of records must be >= 0, got {n}")
-    cols = [
-        _make_column(_check_key(k), v, n) for k, v in _check_mapping("columns", columns).items()
-    ]
+    columns = _check_mapping("columns", columns)
+    cols = [_make_column(_check_key(k), v, n) for k, v in columns.items()]
     if n == 0:
         return []
     if not cols:
         return [b"\x0a\x00"] * n
-    if all(int(c.d.min()) == int(c.d.max()) for c in cols):
-        return _assemble_groups(cols, [np.arange(n)], n)
-    dmat = np.stack([c.d for c in cols], axis=1)
-    _, inverse = np.unique(dmat, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    n_groups = int(inverse.max()) + 1
-    if n_groups * 32 <= n:
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.cumsum(np.bincount(inverse, minlength=n_groups))[:-1]
-        return _assemble_groups(cols, np.split(order, bounds), n)
-    return _assemble_join(cols, n)
+    varying = [c.d for c in cols if int(c.d.min()) != int(c.d.max())]
+    if not all(c.array_backed for c in cols):
+        return _assemble_join(cols, n)
+    if not varying:
+        return _assemble_rows(cols, None, n)
+    codes = _size_pattern_codes(varying)
+    n_groups = int(codes.max()) + 1
+    if n_groups * 64 > n:
+        return _assemble_join(cols, n)
+    order = np.argsort(codes.astype(np.int16 if n_groups < 2**15 else np.int64), kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=n_groups))[:-1]
+    sorted_records: list[bytes] = []
+    for idx in np.split(order, bounds):
+        sorted_records += _assemble_rows(cols, idx, n)
+    result = np.empty(n, dtype=object)
+    result[order] = sorted_records
+    records: list[bytes] = result.tolist()
+    return records
 
 
-def _assemble_groups(
-    cols: list[_Column], groups: list[npt.NDArray[np.intp]], n: int
-) -> list[bytes]:
-    """Records of equal layout as rows of one (group size, record size) byte array."""
-    result: list[bytes] = [b""] * n
-    for idx in groups:
-        first = int(idx[0])
-        pieces: list[Union[bytes, npt.NDArray[np.uint8]]] = []
-        body = 0
-        for c in cols:
-            d = int(c.d[first])
-            p = c.prefix(d)
-            pieces.append(p)
-            pieces.append(c.data_2d(idx, d))
-            body += len(p) + d
-        head = b"\x0a" + encode_varint(body)
-        size = len(head) + body
-        m = len(idx)
-        out = np.empty((m, size), dtype=np.uint8)
-        out[:, : len(head)] = np.frombuffer(head, dtype=np.uint8)
-        pos = len(head)
-        for piece in pieces:
-            if isinstance(piece, bytes):
-                w = len(piece)
+def _size_pattern_codes(varying: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.intp]:
+    """A code per record, equal for records whose sizes are equal in every column."""
+    code: Optional[npt.NDArray[np.int64]] = None
+    radix = 1
+    for d in varying:
+        _, inverse = np.unique(d, return_inverse=True)
+        inverse = inverse.reshape(-1).astype(np.int64)
+        levels = int(inverse.max()) + 1
+        if code is None:
+            code = inverse
+        elif radix * levels < 2**62:
+            code = code * levels + inverse
+        else:  # too many combinations for one int64 key: compact first
+            code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            code = code * levels + inverse
+        radix = int(code.max()) + 1
+    assert code is not None
+    return np.unique(code, return_inverse=True)[1].reshape(-1)
+
+
+def _assemble_rows(cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: int) -> list[bytes]:
+    """Records ``idx`` (all if None), whose sizes agree column by column, as 2-D rows."""
+    first = 0 if idx is None else int(idx[0])
+    m = n if idx is None else len(idx)
+    pieces: list[Union[bytes, npt.NDArray[np.uint8]]] = []
+    body = 0
+    for c in cols:
+        d = int(c.d[first])
+        p = c.prefix(d)
+        pieces.append(p)
+        pieces.append(c.data_rows(idx, d))
+        body += len(p) + d
+    pieces.insert(0, b"\x0a" + _vlen(body))
+    size = len(pieces[0]) + body
+    out = np.empty((m, size), dtype=np.uint8)
+    pos = 0
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            w = len(piece)
+            if w:
                 out[:, pos : pos + w] = np.frombuffer(piece, dtype=np.uint8)
-            else:
-                w = piece.shape[1]
+        else:
+            w = piece.shape[1]
+            if w:
                 out[:, pos : pos + w] = piece
-            pos += w
-        buf = out.tobytes()
-        records = [buf[i : i + size] for i in range(0, m * size, size)]
-        if m == n:
-            return records
-        for i, rec in zip(idx.tolist(), records):
-            result[i] = rec
-    return result
+        pos += w
+    return _rows_to_bytes(out)
 
 
 def _assemble_join(cols: list[_Column], n: int) -> list[bytes]:
-    """Records of varying layout: join each record's pieces."""
+    """Records of any sizes: one ``b"".join`` of its pieces per record."""
     lists: list[list[bytes]] = []
     body = np.zeros(n, dtype=np.int64)
     for c in cols:
-        uniq, inverse = c.prefixes(c.d)
-        lens = np.fromiter(map(len, uniq), dtype=np.int64, count=len(uniq))
-        body += lens[inverse] + c.d
-        lists.append(np.array(uniq, dtype=object)[inverse].tolist())
+        d0 = int(c.d[0])
+        if int(c.d.min()) == int(c.d.max()):
+            p = c.prefix(d0)
+            lists.append([p] * n)
+            body += len(p) + d0
+        else:
+            uniq, inverse = np.unique(c.d, return_inverse=True)
+            prefixes = [c.prefix(int(u)) for u in uniq.tolist()]
+            lens = np.fromiter(map(len, prefixes), dtype=np.int64, count=len(prefixes))
+            inverse = inverse.reshape(-1)
+            body += lens[inverse] + c.d
+            lists.append(np.array(prefixes, dtype=object)[inverse].tolist())
         lists.append(c.data_list())
     ub, binv = np.unique(body, return_inverse=True)
-    heads = [b"\x0a" + encode_varint(int(b)) for b in ub]
+    heads = [b"\x0a" + _vlen(int(b)) for b in ub.tolist()]
     lists.insert(0, np.array(heads, dtype=object)[binv.reshape(-1)].tolist())
     return [b"".join(parts) for parts in zip(*lists)]

@@ -40,7 +40,7 @@ from typing import IO, Any, Optional, Union, overload
 import numpy as np
 
 from ._crc import crc32c, mask
-from ._errors import CorruptRecordError, DataLossError, TFRecordError, TruncatedRecordError
+from ._errors import CorruptRecordError, TFRecordError, TruncatedRecordError
 from ._framing import HEADER_SIZE, RECORD_OVERHEAD, iter_records
 from ._io import _compression_name, _open_binary, detect_compression, read_records
 
@@ -380,6 +380,8 @@ class TFRecordFile(Sequence[bytes]):
             table = read_index(self.index_path, data_size=size)
             _check_index(table, size, self.path, self.index_path)
             offsets = np.ascontiguousarray(table[:, 0])
+            self._bounds = np.append(offsets, np.int64(size)).astype(np.int64)
+            self._check_headers()
         else:
             offs = array("q")
             for offset, _ in _scan_plain(self._data_path):
@@ -459,20 +461,56 @@ class TFRecordFile(Sequence[bytes]):
             )
         return data
 
+    def _check_headers(self) -> None:
+        """Cheap check that the index fits the file: the first and last records' headers."""
+        n = len(self)
+        for i in {0, n - 1} if n else ():
+            start, end = int(self._bounds[i]), int(self._bounds[i + 1])
+            head = self._read(start, HEADER_SIZE)
+            length, length_crc = _HEADER.unpack_from(head, 0)
+            if mask(crc32c(head[:8])) != length_crc or length + RECORD_OVERHEAD != end - start:
+                raise StaleIndexError(
+                    f"stale index: {self.index_path!r} says record {i} is {end - start} bytes "
+                    f"at byte {start}, which the file does not hold; it is an index of another "
+                    "version of the file: rebuild it with create_index()",
+                    path=self.index_path,
+                    index=i,
+                    offset=start,
+                )
+
     def _decode(self, buf: bytes, first: int, count: int) -> list[bytes]:
         start = int(self._bounds[first])
         try:
             out = list(iter_records(buf, verify=self.verify, offset=start, index=first))
+        except TruncatedRecordError as err:
+            raise self._stale(first, count, err) from None
+        except CorruptRecordError as err:
+            if err.part == "header" and self.index_path is not None:
+                raise CorruptRecordError(
+                    f"{err.message}; or the index {self.index_path!r} is stale "
+                    "(rebuild it with create_index())",
+                    part="header",
+                    path=self.path,
+                    offset=err.offset,
+                    index=err.index,
+                ) from None
+            raise err.with_location(path=self.path) from None
         except TFRecordError as err:
             raise err.with_location(path=self.path) from None
-        if len(out) != count:  # pragma: no cover - the index tiles the file, checked above
-            raise DataLossError(
-                f"expected {count} records at byte {start}, found {len(out)}",
-                path=self.path,
-                offset=start,
-                index=first,
-            )
+        if len(out) != count:
+            raise self._stale(first, count, None)
         return out
+
+    def _stale(self, first: int, count: int, err: Optional[Exception]) -> StaleIndexError:
+        start, end = int(self._bounds[first]), int(self._bounds[first + count])
+        why = f" ({err})" if err is not None else ""
+        return StaleIndexError(
+            f"stale index: bytes {start}..{end} of the file are not the {count} record(s) "
+            f"the index {self.index_path!r} says{why}; rebuild it with create_index()",
+            path=self.path,
+            offset=start,
+            index=first,
+        )
 
     def _read_run(self, first: int, stop: int) -> list[bytes]:
         """Records ``first..stop-1`` (consecutive), in spans of at most 16 MiB."""

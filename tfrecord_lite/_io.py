@@ -474,9 +474,13 @@ def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Ite
                     )
                 z = zlib.decompressobj(wbits)  # the next concatenated member
             started = True
+            saved = z.copy()
             try:
                 out = z.decompress(data, INFLATE_CHUNK)
             except zlib.error as err:
+                # zlib drops the output of a call that fails: decode again up to the
+                # damage, so the intact records before it are still returned.
+                yield from _salvage(saved, data)
                 raise CompressionError(
                     f"the {compression} stream is damaged: {err} (near compressed byte "
                     f"{consumed}); the file is corrupt, or is not {compression}",
@@ -506,6 +510,25 @@ def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Ite
             yield tail
         if not z.eof:
             raise _StreamEnd()
+
+
+def _salvage(z: Any, data: bytes) -> Iterator[bytes]:
+    """Yield what ``z`` decompresses from ``data`` before the first byte it rejects."""
+    pos = 0
+    step = 4096
+    while pos < len(data) and not z.eof:
+        piece = data[pos : pos + step]
+        saved = z.copy()
+        try:
+            out = z.decompress(piece, INFLATE_CHUNK)
+        except zlib.error:
+            if step == 1:
+                return
+            z, step = saved, 1  # find the exact byte
+            continue
+        if out:
+            yield out
+        pos += len(piece) - len(z.unconsumed_tail)
 
 
 class TFRecordReader:

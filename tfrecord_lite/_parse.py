@@ -124,20 +124,86 @@ def _names(example_names: Optional[Sequence[Any]], n: int) -> Optional[list[str]
 
 
 class _Where:
-    """Error-message context: TensorFlow prefixes batch errors with ``Name: ..., ``."""
+    """Error-message context, worded as TensorFlow's parse ops word it.
 
-    def __init__(self, names: Optional[list[str]], batch: bool) -> None:
+    Batch errors start ``Name: <name>, `` and name the record as ``Key: k, Index: i.``;
+    single-record errors say ``Key: k.``. ``sparse_keys`` are keys read only by
+    VarLen/Sparse/Ragged specs, whose type errors TensorFlow words differently from
+    dense ones; ``section`` is ``"context"`` for a SequenceExample's context, whose
+    messages TensorFlow words in yet another way.
+    """
+
+    def __init__(
+        self,
+        names: Optional[list[str]],
+        batch: bool,
+        sparse_keys: frozenset[str] = frozenset(),
+        section: str = "example",
+    ) -> None:
         self.names = names
         self.batch = batch
+        self.sparse_keys = sparse_keys
+        self.section = section
+
+    def name(self, i: int) -> str:
+        return self.names[i] if self.names else "<unknown>"
 
     def prefix(self, i: int) -> str:
         if not self.batch:
             return ""
-        name = self.names[i] if self.names else "<unknown>"
-        return f"Name: {name}, "
+        return f"Name: {self.name(i)}, "
+
+    def key(self, i: int, key: str) -> str:
+        """``Key: k, Index: i.  `` (batch) or ``Key: k.  `` (one record)."""
+        return f"Key: {key}, Index: {i}.  " if self.batch else f"Key: {key}.  "
 
     def error(self, i: int, key: str, text: str) -> ParseError:
         return ParseError(self.prefix(i) + text, key=key, index=i)
+
+    def type_error(self, i: int, key: str, got: DType, expected: DType) -> ParseError:
+        """A feature holds another kind of list than its spec's dtype."""
+        if self.section == "context":
+            return self.error(
+                i,
+                key,
+                f"Context feature: {key}.  Data types don't match. Expected type: "
+                f"{_tf_name(expected)}, Actual type: {_tf_name(got)}",
+            )
+        if key in self.sparse_keys:
+            text = (
+                f"Data types don't match. Expected type: {_tf_name(expected)}, "
+                f"Actual type: {_tf_name(got)}"
+            )
+        else:
+            text = (
+                f"Data types don't match. Data type: {_tf_name(got)} "
+                f"but expected type: {_tf_name(expected)}"
+            )
+        return self.error(i, key, self.key(i, key) + text)
+
+    def required_error(self, i: int, key: str, dtype: DType) -> ParseError:
+        text = f"Feature: {key} (data type: {_tf_name(dtype)}) is required but could not be found."
+        if self.section == "context":  # TensorFlow names no record here
+            return ParseError(text, key=key, index=i)
+        return self.error(i, key, text)
+
+    def count_error(
+        self, i: int, key: str, dtype: DType, count: int, shape: Sequence[Any]
+    ) -> ParseError:
+        if self.section == "context":
+            size = math.prod(shape)
+            return ParseError(
+                f"Inconsistent max number of elements for feature {key}: expected {size}, "
+                f"but found {count}",
+                key=key,
+                index=i,
+            )
+        return self.error(
+            i,
+            key,
+            f"{self.key(i, key)}Number of {_count_name(dtype)} values != expected.  "
+            f"Values size: {count} but output shape: {_shape_str(shape)}",
+        )
 
 
 # --------------------------------------------------------------------------- extract
@@ -166,11 +232,14 @@ def _decode(
         try:
             out.append(parse(rec))
         except (DecodeError, RuntimeError, ValueError) as err:
-            kind = "example" if message is example_pb2.Example else "sequence example"
-            raise ParseError(
-                f"{where.prefix(i)}Could not parse {kind} input, value: '{_preview(rec)}' ({err})",
-                index=i,
-            ) from None
+            if message is example_pb2.Example:
+                text = f"Could not parse example input, value: '{_preview(rec)}' ({err})"
+            else:
+                text = (
+                    f"Invalid protocol message input, example id: {where.name(i)}: could not "
+                    f"parse sequence example input, value: '{_preview(rec)}' ({err})"
+                )
+            raise ParseError(text, index=i) from None
     return out
 
 
@@ -182,13 +251,7 @@ def _feature_values(
     if kind is None:
         return None
     if kind != dtype.kind:
-        got = _tf_name(dtype_of_kind(kind))
-        raise where.error(
-            i,
-            key,
-            f"Key: {key}, Index: {i}.  Data types don't match. Data type: {got} "
-            f"but expected type: {_tf_name(dtype)}",
-        )
+        raise where.type_error(i, key, dtype_of_kind(kind), dtype)
     return list(getattr(feature, kind).value)
 
 
@@ -220,6 +283,14 @@ def _column(
     else:
         values = np.array(flat, dtype=dtype.np_dtype)
     return Column(present, counts, values)
+
+
+def _sparse_keys(specs: Mapping[str, FeatureSpec]) -> frozenset[str]:
+    """Keys read only by VarLen/Sparse/Ragged specs (TensorFlow words their errors apart)."""
+    dense = {
+        k for k, s in specs.items() if isinstance(s, (FixedLenFeature, FixedLenSequenceFeature))
+    }
+    return frozenset(_keys_needed(specs)) - dense
 
 
 def _keys_needed(specs: Mapping[str, FeatureSpec]) -> dict[str, DType]:
@@ -316,20 +387,13 @@ def _fixed_len(key: str, spec: FixedLenFeature, col: Column, where: _Where) -> n
     bad = col.present & (col.counts != size)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise where.error(
-            i,
-            key,
-            f"Key: {key}, Index: {i}.  Number of {_count_name(spec.dtype)} values != expected.  "
-            f"Values size: {int(col.counts[i])} but output shape: {_shape_str(shape)}",
-        )
+        raise where.count_error(i, key, spec.dtype, int(col.counts[i]), shape)
     missing = ~col.present
-    if missing.any() and spec.default_value is None:
-        i = int(np.flatnonzero(missing)[0])
-        raise where.error(
-            i,
-            key,
-            f"Feature: {key} (data type: {_tf_name(spec.dtype)}) is required but could not be found.",
-        )
+    # TensorFlow: a default with no elements (any default of a 0-size shape) means required.
+    if missing.any() and (spec.default_value is None or size == 0):
+        raise where.required_error(int(np.flatnonzero(missing)[0]), key, spec.dtype)
+    if size == 0:
+        return np.empty((n, *shape), dtype=spec.dtype.np_dtype)
     if not missing.any():
         return col.values.reshape((n, *shape))
     out = np.empty((n, size), dtype=col.values.dtype if len(col.values) else spec.dtype.np_dtype)
@@ -367,7 +431,7 @@ def _fixed_len_sequence(
         raise where.error(
             i,
             key,
-            f"Key: {key}, Index: {i}.  Number of {_count_name(spec.dtype)} values is not a multiple "
+            f"{where.key(i, key)}Number of {_count_name(spec.dtype)} values is not a multiple "
             f"of stride length. Saw {int(col.counts[i])} values but output shape is: "
             f"{_shape_str((None, *shape))}",
         )
@@ -402,7 +466,7 @@ def _sparse(
             raise where.error(
                 i,
                 key,
-                f"Key: {key}, Index: {i}.  SparseFeature index feature {k!r} has "
+                f"{where.key(i, key)}SparseFeature index feature {k!r} has "
                 f"{int(icol.counts[i])} values but value feature {spec.value_key!r} has "
                 f"{int(vcol.counts[i])}; they must have one index per value",
             )
@@ -415,7 +479,7 @@ def _sparse(
             raise where.error(
                 i,
                 key,
-                f"Key: {key}, Index: {i}.  SparseFeature index {int(icol.values[j])} in "
+                f"{where.key(i, key)}SparseFeature index {int(icol.values[j])} in "
                 f"feature {k!r} is out of range [0, {size})",
             )
     indices = np.stack([rows, *[c.values.astype(np.int64) for c in icols]], axis=1)
@@ -435,7 +499,7 @@ def _partition_splits(
     """Row splits of one partition of one record (values: ``nvals`` items)."""
 
     def fail(text: str) -> ParseError:
-        return where.error(i, key, f"Key: {key}, Index: {i}.  {text}")
+        return where.error(i, key, where.key(i, key) + text)
 
     pname = type(part).__name__
     if isinstance(part, UniformRowLength):
@@ -449,7 +513,8 @@ def _partition_splits(
         return np.arange(0, nvals + 1, length, dtype=np.int64), length
     p = pvals.astype(np.int64)
     if isinstance(part, RowSplits):
-        splits = p
+        # No splits at all (a missing feature) is no rows, as TensorFlow's batch parse.
+        splits = p if len(p) else np.zeros(1, dtype=np.int64)
     elif isinstance(part, RowLengths):
         if (p < 0).any():
             raise fail(f"row lengths in {part.key!r} must be non-negative")
@@ -511,20 +576,27 @@ def _ragged(
             uniform[level] = u
             nvals = len(splits) - 1
         outer_rows[i] = nvals
-    # Stitch the records together, level by level.
-    stitched = []
-    for level in range(len(parts)):
+    # Innermost UniformRowLength partitions only reshape the values, as TensorFlow
+    # does: values of shape (rows, len_1, ..., len_k), no ragged level for them.
+    n_dense = 0
+    while n_dense < len(parts) and isinstance(parts[len(parts) - 1 - n_dense], UniformRowLength):
+        n_dense += 1
+    n_ragged = len(parts) - n_dense
+    flat = vcol.values if len(vcol.values) else _empty(spec.dtype)
+    if n_dense:
+        inner = tuple(int(p.length) for p in parts[n_ragged:])
+        lead = sum(len(s) - 1 for s in level_splits[n_ragged])
+        flat = flat.reshape((lead, *inner))
+    result: Union[np.ndarray, RaggedValue] = flat
+    # Stitch the records' splits together, ragged level by level.
+    for level in range(n_ragged - 1, -1, -1):
         pieces = [np.zeros(1, dtype=np.int64)]
         offset = 0
         for s in level_splits[level]:
             pieces.append(s[1:] + offset)
             offset += int(s[-1])
-        stitched.append(np.concatenate(pieces).astype(splits_dtype))
-    result: Union[np.ndarray, RaggedValue] = vcol.values if len(vcol.values) else _empty(spec.dtype)
-    for level in range(len(parts) - 1, -1, -1):
-        result = RaggedValue(result, stitched[level], uniform[level])
+        result = RaggedValue(result, np.concatenate(pieces).astype(splits_dtype), uniform[level])
     if not batch:
-        assert isinstance(result, RaggedValue)
         return result
     return RaggedValue(result, _row_starts(outer_rows).astype(splits_dtype))
 
@@ -597,6 +669,7 @@ def _parse_examples(
             raise ValueError(
                 "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
             )
+    where.sparse_keys = _sparse_keys(specs)
     return assemble(specs, _extract(records, needed, where), where, batch)
 
 
@@ -650,11 +723,17 @@ def _column_for_steps(
     try:
         return _column(step_maps, key, dtype, _Where(None, batch=False))
     except ParseError as err:
-        # Re-label the error with the record it came from.
-        step = err.index if err.index is not None else 0
-        i = owner[step]
-        text = err.message.replace(f"Index: {step}.", f"Index: {i}.")
-        raise where.error(i, key, f"Feature list {key!r}: {text}") from None
+        # Re-word as TensorFlow: its Index is the step within the record's list.
+        s = err.index if err.index is not None else 0
+        i = owner[s]
+        t = s - owner.index(i)
+        got = dtype_of_kind(step_maps[s][key].WhichOneof("kind"))
+        raise where.error(
+            i,
+            key,
+            f"Feature list: {key}, Index: {t}.  Data types don't match. Expected type: "
+            f"{_tf_name(dtype)}, Actual type: {_tf_name(got)}",
+        ) from None
 
 
 def _sequence_assemble(
@@ -671,19 +750,24 @@ def _sequence_assemble(
     if isinstance(spec, FixedLenSequenceFeature):
         if not spec.allow_missing and not present.all():
             i = int(np.flatnonzero(~present)[0])
-            raise where.error(i, key, f"Feature list '{key}' is required but could not be found.")
+            raise where.error(
+                i,
+                key,
+                f"Feature list '{key}' is required but could not be found.  "
+                "Use FixedLenSequenceFeature(..., allow_missing=True) to allow that.",
+            )
         shape = tuple(spec.shape)
         size = math.prod(shape)
         bad = col.counts != size
         if bad.any():
             s = int(np.flatnonzero(bad)[0])
             i = int(step_rec[s])
+            t = s - int(_row_starts(steps)[i])  # TensorFlow's Index: the step
             raise where.error(
                 i,
                 key,
-                f"Key: {key}, Index: {i}.  Number of {_count_name(spec.dtype)} values != expected.  "
-                f"values size: {int(col.counts[s])} but output shape: {_shape_str(shape)} "
-                f"(feature list {key!r}, step {s - int(_row_starts(steps)[i])})",
+                f"Key: {key}, Index: {t}.  Number of values != expected.  "
+                f"values size: {int(col.counts[s])} but output shape: {_shape_str(shape)}",
             )
         max_steps = int(steps.max()) if n else 0
         if spec.default_value is not None:
@@ -749,7 +833,8 @@ def _parse_sequences(
             )
     examples = _decode(records, where, example_pb2.SequenceExample)
     cmaps = [ex.context.feature for ex in examples]
-    context = assemble(cspecs, extract_columns(cmaps, _keys_needed(cspecs), where), where, batch)
+    cwhere = _Where(where.names, where.batch, _sparse_keys(cspecs), section="context")
+    context = assemble(cspecs, extract_columns(cmaps, _keys_needed(cspecs), cwhere), cwhere, batch)
     lists = [ex.feature_lists.feature_list for ex in examples]
     seq: dict[str, ParsedValue] = {}
     lengths: dict[str, np.ndarray] = {}

@@ -449,3 +449,16 @@ def _short(value: Any) -> str:
         value = value.tolist()
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# NumPy dtypes under TensorFlow's names, for decode_raw(..., tfr.uint8) and friends.
+# (Features themselves only hold int64, float32 and string, above.)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+float16 = np.dtype(np.float16)
+float64 = np.dtype(np.float64)

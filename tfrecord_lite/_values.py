@@ -127,10 +127,19 @@ class RaggedValue:
         i %= n
         start, stop = int(self.row_splits[i]), int(self.row_splits[i + 1])
         if isinstance(self.values, RaggedValue):
-            inner = self.values
-            splits = inner.row_splits[start : stop + 1]
-            return RaggedValue(inner.values, splits - splits[0], inner.uniform_row_length)
+            return self.values._rows(start, stop)
         return self.values[start:stop]
+
+    def _rows(self, start: int, stop: int) -> RaggedValue:
+        """Rows ``start:stop`` as a new RaggedValue (splits rebased to 0)."""
+        splits = self.row_splits[start : stop + 1]
+        lo, hi = int(splits[0]), int(splits[-1])
+        values = (
+            self.values._rows(lo, hi)
+            if isinstance(self.values, RaggedValue)
+            else self.values[lo:hi]
+        )
+        return RaggedValue(values, splits - splits[0], self.uniform_row_length)
 
     def to_list(self) -> list[Any]:
         """Nested Python lists."""

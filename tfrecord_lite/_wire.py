@@ -65,6 +65,8 @@ __all__ = [
     "MAX_VARINT_LEN",
     "SEQUENCE_EXAMPLE_CONTEXT",
     "SEQUENCE_EXAMPLE_FEATURE_LISTS",
+    "SMALL_VARINTS",
+    "SMALL_VARINT_LIMIT",
     "WIRETYPE_FIXED32",
     "WIRETYPE_FIXED64",
     "WIRETYPE_LENGTH_DELIMITED",
@@ -156,9 +158,13 @@ def _encode_varint_slow(value: int) -> bytes:
     return bytes(out)
 
 
-_SMALL_LIMIT: Final = 1 << 14
-# Every varint of 1 or 2 bytes, precomputed: lengths and small ints are the common case.
-_SMALL: Final[tuple[bytes, ...]] = tuple(_encode_varint_slow(i) for i in range(_SMALL_LIMIT))
+#: ``SMALL_VARINTS[i]`` is the varint of ``i`` for ``0 <= i < SMALL_VARINT_LIMIT`` (1 or 2
+#: bytes): lengths and small ints are the common case, and indexing a tuple is cheaper
+#: than a call to :func:`encode_varint` in per-record loops.
+SMALL_VARINT_LIMIT: Final = 1 << 14
+SMALL_VARINTS: Final[tuple[bytes, ...]] = tuple(
+    _encode_varint_slow(i) for i in range(SMALL_VARINT_LIMIT)
+)
 
 
 def encode_varint(value: int) -> bytes:
@@ -167,8 +173,8 @@ def encode_varint(value: int) -> bytes:
     Negative numbers are encoded as their 64-bit two's complement (10 bytes), the
     way protobuf encodes ``int64``; values in ``[2**63, 2**64)`` are ``uint64``.
     """
-    if 0 <= value < _SMALL_LIMIT:
-        return _SMALL[value]
+    if 0 <= value < SMALL_VARINT_LIMIT:
+        return SMALL_VARINTS[value]
     if value < 0:
         if value < _INT64_MIN:
             raise ValueError(f"value {value} is out of int64 range")

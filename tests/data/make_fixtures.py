@@ -260,7 +260,9 @@ class Generator:
         }
         if extra:
             sidecar.update(extra)
-        (self.out / f"{name}.json").write_text(json.dumps(sidecar, indent=1, sort_keys=False) + "\n")
+        (self.out / f"{name}.json").write_text(
+            json.dumps(sidecar, indent=1, sort_keys=False) + "\n"
+        )
         self.names.append(fname)
 
     # ----------------------------------------------------------------- well-formed files
@@ -413,9 +415,25 @@ class Generator:
             )
 
         corrupt("corrupt-header-first.plain", 0, "length byte of record 0 changed", 0, "header", 0)
-        corrupt("corrupt-header.plain", offs[2] + 9, "length CRC of record 2 changed", 2, "header", offs[2])
-        corrupt("corrupt-length.plain", offs[3] + 1, "length of record 3 changed", 3, "header", offs[3])
-        corrupt("corrupt-data.plain", offs[3] + 12 + 100, "a data byte of record 3 changed", 3, "data", offs[3] + 12)
+        corrupt(
+            "corrupt-header.plain",
+            offs[2] + 9,
+            "length CRC of record 2 changed",
+            2,
+            "header",
+            offs[2],
+        )
+        corrupt(
+            "corrupt-length.plain", offs[3] + 1, "length of record 3 changed", 3, "header", offs[3]
+        )
+        corrupt(
+            "corrupt-data.plain",
+            offs[3] + 12 + 100,
+            "a data byte of record 3 changed",
+            3,
+            "data",
+            offs[3] + 12,
+        )
         corrupt(
             "corrupt-data-crc.plain",
             offs[4] - 2,
@@ -454,16 +472,44 @@ class Generator:
             )
 
         cut("truncated-header.plain", offs[3] + 5, "ends 5 bytes into record 3's header", 3, True)
-        cut("truncated-header-1byte.plain", offs[8] + 1, "ends 1 byte into the last record's header", 8, True)
-        cut("truncated-header-11bytes.plain", offs[8] + 11, "ends 11 bytes into the last record's header", 8, True)
-        cut("truncated-after-header.plain", offs[3] + 12, "ends right after record 3's header", 3, False)
+        cut(
+            "truncated-header-1byte.plain",
+            offs[8] + 1,
+            "ends 1 byte into the last record's header",
+            8,
+            True,
+        )
+        cut(
+            "truncated-header-11bytes.plain",
+            offs[8] + 11,
+            "ends 11 bytes into the last record's header",
+            8,
+            True,
+        )
+        cut(
+            "truncated-after-header.plain",
+            offs[3] + 12,
+            "ends right after record 3's header",
+            3,
+            False,
+        )
         cut("truncated-data.plain", offs[3] + 12 + 100, "ends inside record 3's data", 3, False)
         cut("truncated-footer.plain", offs[4] - 2, "ends inside record 3's data CRC", 3, False)
-        cut("truncated-empty-footer.plain", offs[2] - 1, "ends inside zero-length record 1's CRC", 1, False)
+        cut(
+            "truncated-empty-footer.plain",
+            offs[2] - 1,
+            "ends inside zero-length record 1's CRC",
+            1,
+            False,
+        )
 
         # Length fields that claim far more than the file holds (their CRC is right).
         for name, length, note in [
-            ("huge-length-2e40.plain", 2**40, "TensorFlow crashes on it (it tries to allocate the buffer)"),
+            (
+                "huge-length-2e40.plain",
+                2**40,
+                "TensorFlow crashes on it (it tries to allocate the buffer)",
+            ),
             ("huge-length-2e63.plain", 2**63, ""),
             ("huge-length-max.plain", 2**64 - 1, ""),
         ]:
@@ -526,7 +572,11 @@ class Generator:
                 "a compressed file cut in the middle of its deflate data",
                 {
                     "records": whole,
-                    "error": {"class": "TruncatedRecordError", "offset": offs[whole], "index": whole},
+                    "error": {
+                        "class": "TruncatedRecordError",
+                        "offset": offs[whole],
+                        "index": whole,
+                    },
                 },
             )
             trailer = 8 if comp == "GZIP" else 4
@@ -563,7 +613,14 @@ class Generator:
             )
 
             # Well-formed compressed streams whose content is damaged.
-            def content(name: str, payload: bytes, how: str, expect: dict[str, Any]) -> None:
+            def content(
+                name: str,
+                payload: bytes,
+                how: str,
+                expect: dict[str, Any],
+                comp: str = comp,
+                ext: str = ext,
+            ) -> None:
                 self.emit(
                     f"{name}.{ext}",
                     comp,
@@ -583,7 +640,12 @@ class Generator:
                 "length CRC of record 2 changed",
                 {
                     "records": 2,
-                    "error": {"class": "CorruptRecordError", "part": "header", "offset": offs[2], "index": 2},
+                    "error": {
+                        "class": "CorruptRecordError",
+                        "part": "header",
+                        "offset": offs[2],
+                        "index": 2,
+                    },
                 },
             )
             b = bytearray(plain)
@@ -594,7 +656,12 @@ class Generator:
                 "a data byte of record 3 changed",
                 {
                     "records": 3,
-                    "error": {"class": "CorruptRecordError", "part": "data", "offset": offs[3] + 12, "index": 3},
+                    "error": {
+                        "class": "CorruptRecordError",
+                        "part": "data",
+                        "offset": offs[3] + 12,
+                        "index": 3,
+                    },
                 },
             )
             content(
@@ -624,7 +691,7 @@ class Generator:
             pos = len(good) * 3 // 4
             b[pos] ^= 0xFF
             data = bytes(b)
-            tf_result, tf_records = tf_read(tmp_write(tmp, data), comp)
+            _, tf_records = tf_read(tmp_write(tmp, data), comp)
             self.emit(
                 f"corrupt-deflate.{ext}",
                 comp,
@@ -695,7 +762,7 @@ class Generator:
                 )
             ),
         ]
-        serialized = [e.SerializeToString() for e in examples]
+        serialized = [e.SerializeToString(deterministic=True) for e in examples]
         decoded = [example_to_json(e) for e in examples]
         # TensorFlow's own parse of the batch: VarLenFeature for each key.
         spec = {
@@ -715,7 +782,7 @@ class Generator:
                 comp,
                 data,
                 serialized,
-                "tf.train.Example messages, SerializeToString(), tf.io.TFRecordWriter(path, "
+                "tf.train.Example messages, SerializeToString(deterministic=True), tf.io.TFRecordWriter(path, "
                 f"{comp!r})",
                 "tf.train.Example records: int64/float/bytes lists, an empty Feature(), empty "
                 "lists, missing keys, an empty Example (b''), Features with no feature, long lists",
@@ -741,9 +808,12 @@ class Generator:
             ),
             train.SequenceExample(),
         ]
-        serialized = [s.SerializeToString() for s in seqs]
+        serialized = [s.SerializeToString(deterministic=True) for s in seqs]
         decoded = [sequence_example_to_json(s) for s in seqs]
-        ctx_spec = {"len": tf.io.FixedLenFeature([], tf.int64, default_value=-1), "id": tf.io.VarLenFeature(tf.string)}
+        ctx_spec = {
+            "len": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
+            "id": tf.io.VarLenFeature(tf.string),
+        }
         seq_spec = {
             "tokens": tf.io.VarLenFeature(tf.int64),
             "scores": tf.io.FixedLenSequenceFeature([], tf.float32, allow_missing=True),
@@ -764,7 +834,7 @@ class Generator:
             "",
             data,
             serialized,
-            "tf.train.SequenceExample messages, SerializeToString(), tf.io.TFRecordWriter(path)",
+            "tf.train.SequenceExample messages, SerializeToString(deterministic=True), tf.io.TFRecordWriter(path)",
             "tf.train.SequenceExample records: context features, feature lists with empty "
             "Feature() rows, an empty feature list, an empty SequenceExample",
             {},
@@ -847,7 +917,9 @@ def write_readme_list(out: Path, names: list[str]) -> None:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE, help="folder to write (default: tests/data)")
+    parser.add_argument(
+        "--out", type=Path, default=HERE, help="folder to write (default: tests/data)"
+    )
     parser.add_argument("--list", action="store_true", help="print the README table of fixtures")
     args = parser.parse_args(argv)
     out: Path = args.out

@@ -1,0 +1,314 @@
+"""Inferring a feature dict from records: what is in a file nobody documented.
+
+:func:`infer_schema` reads a sample of records and returns a :class:`Schema`: a
+dict of feature specs whose ``repr`` is Python a user can paste into a script::
+
+    >>> tfr.infer_schema("train.tfrecord")                     # doctest: +SKIP
+    {
+        "image_raw": tfr.FixedLenFeature([], tfr.string),
+        "label": tfr.FixedLenFeature([], tfr.int64),
+        "tags": tfr.VarLenFeature(tfr.string),
+    }
+
+A key present in every sampled record with the same number of values becomes a
+``FixedLenFeature`` (shape ``[]`` for one value, ``[n]`` for n); anything else a
+``VarLenFeature``. For ``SequenceExample`` records the feature lists go to
+:attr:`Schema.sequence_features` (``FixedLenSequenceFeature`` when every step
+has the same count). :attr:`Schema.stats` keeps what was seen, per key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from google.protobuf.message import DecodeError
+
+from . import example_pb2
+from ._errors import ParseError
+from ._io import tf_record_iterator
+from ._paths import PathOrFile, is_file_object
+from ._schema import (
+    FeatureSpec,
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    VarLenFeature,
+    dtype_of_kind,
+)
+
+__all__ = ["FeatureStats", "Schema", "infer_schema"]
+
+#: Records read by default.
+DEFAULT_SAMPLE = 1000
+
+
+@dataclass
+class FeatureStats:
+    """What the sample showed about one feature key."""
+
+    key: str
+    #: How many sampled records had the key with each kind (None: an empty ``Feature()``).
+    kinds: Counter[Optional[str]] = field(default_factory=Counter)
+    #: Records that had the key at all.
+    present: int = 0
+    #: Fewest / most values in one record (per step, for feature lists).
+    min_count: Optional[int] = None
+    max_count: Optional[int] = None
+    #: Smallest / largest numeric value seen (int64 and float features).
+    min_value: Optional[float] = None
+    max_value: Optional[float] = None
+    #: Feature lists only: fewest / most steps in one record.
+    min_steps: Optional[int] = None
+    max_steps: Optional[int] = None
+
+    @property
+    def kind(self) -> Optional[str]:
+        """The kind the key holds (``"int64_list"``...), or None if never set."""
+        kinds = [k for k in self.kinds if k is not None]
+        return kinds[0] if len(kinds) == 1 else None
+
+    @property
+    def fixed(self) -> bool:
+        """True when every record that has the key has the same number of values."""
+        return self.min_count is not None and self.min_count == self.max_count
+
+    def _count(self, n: int) -> None:
+        self.min_count = n if self.min_count is None else min(self.min_count, n)
+        self.max_count = n if self.max_count is None else max(self.max_count, n)
+
+    def _values(self, values: Sequence[Any]) -> None:
+        if not values or isinstance(values[0], bytes):
+            return
+        lo, hi = min(values), max(values)
+        self.min_value = lo if self.min_value is None else min(self.min_value, lo)
+        self.max_value = hi if self.max_value is None else max(self.max_value, hi)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly view."""
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "kinds": {str(k): v for k, v in self.kinds.items()},
+            "present": self.present,
+            "min_count": self.min_count,
+            "max_count": self.max_count,
+            "min_value": self.min_value,
+            "max_value": self.max_value,
+            "min_steps": self.min_steps,
+            "max_steps": self.max_steps,
+        }
+
+
+class Schema(dict[str, FeatureSpec]):
+    """A feature dict (usable wherever one is expected) with what it was inferred from."""
+
+    def __init__(
+        self,
+        features: dict[str, FeatureSpec],
+        *,
+        sequence_features: Optional[dict[str, FeatureSpec]] = None,
+        stats: Optional[dict[str, FeatureStats]] = None,
+        sequence_stats: Optional[dict[str, FeatureStats]] = None,
+        records: int = 0,
+    ) -> None:
+        super().__init__(features)
+        #: Feature-list specs, for ``SequenceExample`` records (empty for Examples).
+        self.sequence_features: dict[str, FeatureSpec] = sequence_features or {}
+        self.stats: dict[str, FeatureStats] = stats or {}
+        self.sequence_stats: dict[str, FeatureStats] = sequence_stats or {}
+        #: How many records were sampled.
+        self.records = records
+
+    @property
+    def is_sequence(self) -> bool:
+        """True for ``SequenceExample`` records."""
+        return bool(self.sequence_features or self.sequence_stats)
+
+    def _block(self, specs: dict[str, FeatureSpec], indent: str) -> str:
+        if not specs:
+            return "{}"
+        lines = [f"{indent}    {json.dumps(k)}: {spec!r}," for k, spec in specs.items()]
+        return "{\n" + "\n".join(lines) + f"\n{indent}}}"
+
+    def __repr__(self) -> str:
+        if not self.is_sequence:
+            return self._block(dict(self), "")
+        return (
+            f"context_features = {self._block(dict(self), '')}\n"
+            f"sequence_features = {self._block(self.sequence_features, '')}"
+        )
+
+    def to_python(self) -> str:
+        """Source code defining the feature dict(s), ready to paste."""
+        if self.is_sequence:
+            return "import tfrecord_lite as tfr\n\n" + repr(self) + "\n"
+        return "import tfrecord_lite as tfr\n\nfeatures = " + repr(self) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema and its stats as JSON-friendly data."""
+
+        def spec_json(spec: FeatureSpec) -> dict[str, Any]:
+            out: dict[str, Any] = {"type": type(spec).__name__, "dtype": spec.dtype.name}
+            if isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
+                out["shape"] = list(spec.shape)
+            if isinstance(spec, FixedLenSequenceFeature):
+                out["allow_missing"] = spec.allow_missing
+            return out
+
+        return {
+            "records_sampled": self.records,
+            "kind": "SequenceExample" if self.is_sequence else "Example",
+            "features": {k: spec_json(v) for k, v in self.items()},
+            "sequence_features": {k: spec_json(v) for k, v in self.sequence_features.items()},
+            "stats": {k: s.as_dict() for k, s in self.stats.items()},
+            "sequence_stats": {k: s.as_dict() for k, s in self.sequence_stats.items()},
+        }
+
+
+def _records(source: Any, compression: Any) -> Iterable[bytes]:
+    """Records from paths/files, or from an iterable of serialized records (read lazily)."""
+    buffers = (bytes, bytearray, memoryview)
+    if isinstance(source, (str, os.PathLike)) or is_file_object(source):
+        return tf_record_iterator(source, compression)
+    if isinstance(source, (list, tuple)):
+        if source and all(isinstance(x, buffers) for x in source):
+            return (bytes(x) for x in source)
+        return tf_record_iterator(source, compression)
+    it = iter(source)
+    first = next(it, None)
+    if first is None:
+        return iter(())
+    if isinstance(first, buffers):
+        return (bytes(x) for x in itertools.chain([first], it))
+    return tf_record_iterator([first, *it], compression)
+
+
+def _observe(stats: dict[str, FeatureStats], fmap: Any) -> None:
+    for key, feature in fmap.items():
+        st = stats.get(key)
+        if st is None:
+            st = stats[key] = FeatureStats(key)
+        kind = feature.WhichOneof("kind")
+        st.kinds[kind] += 1
+        st.present += 1
+        values = list(getattr(feature, kind).value) if kind else []
+        st._count(len(values))
+        st._values(values)
+
+
+def collect_stats(
+    source: Union[PathOrFile, Sequence[PathOrFile], Iterable[bytes]],
+    sample: Optional[int] = DEFAULT_SAMPLE,
+    compression: Any = "auto",
+) -> tuple[dict[str, FeatureStats], dict[str, FeatureStats], int]:
+    """Per-key statistics of (a sample of) the records: (context, feature lists, records)."""
+    stats: dict[str, FeatureStats] = {}
+    seq_stats: dict[str, FeatureStats] = {}
+    records = _records(source, compression)
+    try:
+        n = _collect(itertools.islice(records, sample), stats, seq_stats)
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()  # stop reading (and close the file) when the sample ends early
+    return stats, seq_stats, n
+
+
+def _collect(
+    records: Iterable[bytes], stats: dict[str, FeatureStats], seq_stats: dict[str, FeatureStats]
+) -> int:
+    """Add every record's features to the stats; return how many records there were."""
+    n = 0
+    for record in records:
+        try:
+            # A SequenceExample's context has an Example's field number and type, so
+            # one parse serves both kinds of record.
+            msg = example_pb2.SequenceExample.FromString(record)
+        except (DecodeError, RuntimeError, ValueError) as err:
+            raise ParseError(
+                f"record is neither an Example nor a SequenceExample ({err})", index=n
+            ) from None
+        n += 1
+        _observe(stats, msg.context.feature)
+        for key, flist in msg.feature_lists.feature_list.items():
+            st = seq_stats.get(key)
+            if st is None:
+                st = seq_stats[key] = FeatureStats(key)
+            steps = len(flist.feature)
+            st.min_steps = steps if st.min_steps is None else min(st.min_steps, steps)
+            st.max_steps = steps if st.max_steps is None else max(st.max_steps, steps)
+            st.present += 1
+            for feature in flist.feature:
+                kind = feature.WhichOneof("kind")
+                st.kinds[kind] += 1
+                values = list(getattr(feature, kind).value) if kind else []
+                st._count(len(values))
+                st._values(values)
+    return n
+
+
+def _mixed(key: str, st: FeatureStats) -> ParseError:
+    kinds = ", ".join(f"{k} in {v} records" for k, v in st.kinds.items() if k is not None)
+    return ParseError(
+        f"feature {key!r} holds different kinds in different records ({kinds}); no single "
+        "spec parses it: pass a feature dict yourself",
+        key=key,
+    )
+
+
+def infer_schema(
+    source: Union[PathOrFile, Sequence[PathOrFile], Iterable[bytes]],
+    sample: Optional[int] = DEFAULT_SAMPLE,
+    *,
+    compression: Any = "auto",
+) -> Schema:
+    """Infer a feature dict from a sample of records.
+
+    ``source`` is a path (or pattern, directory, list of paths) or an iterable of
+    serialized records; ``sample`` records are read (``None``: all). Keys never
+    set in the sample (only empty ``Feature()``) are left out, since their dtype
+    is unknown. A key with different kinds in different records raises
+    :class:`~tfrecord_lite.ParseError`.
+    """
+    if sample is not None and sample <= 0:
+        raise ValueError(f"sample must be a positive number of records, got {sample}")
+    stats, seq_stats, n = collect_stats(source, sample, compression)
+    features: dict[str, FeatureSpec] = {}
+    for key in sorted(stats):
+        st = stats[key]
+        kinds = {k for k in st.kinds if k is not None}
+        if len(kinds) > 1:
+            raise _mixed(key, st)
+        if not kinds:
+            continue
+        dtype = dtype_of_kind(kinds.pop())
+        empties = st.kinds.get(None, 0)
+        if st.present == n and not empties and st.fixed and st.max_count:
+            count = int(st.max_count)
+            features[key] = FixedLenFeature([] if count == 1 else [count], dtype)
+        else:
+            features[key] = VarLenFeature(dtype)
+    sequence: dict[str, FeatureSpec] = {}
+    for key in sorted(seq_stats):
+        st = seq_stats[key]
+        kinds = {k for k in st.kinds if k is not None}
+        if len(kinds) > 1:
+            raise _mixed(key, st)
+        if not kinds:
+            continue
+        dtype = dtype_of_kind(kinds.pop())
+        if st.fixed and st.max_count and not st.kinds.get(None, 0):
+            count = int(st.max_count)
+            sequence[key] = FixedLenSequenceFeature(
+                [] if count == 1 else [count], dtype, allow_missing=st.present < n
+            )
+        else:
+            sequence[key] = VarLenFeature(dtype)
+    return Schema(
+        features, sequence_features=sequence, stats=stats, sequence_stats=seq_stats, records=n
+    )
