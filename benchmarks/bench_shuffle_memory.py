@@ -72,7 +72,9 @@ def _write(path: str, shard_prefix: str, n: int, size: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--record-size", type=int, default=1024, help="bytes per record")
     ap.add_argument("--buffer", type=int, default=10_000, help="shuffle buffer, in records")
     ap.add_argument("--factor", type=int, default=20, help="the data is this many buffers")

@@ -278,6 +278,26 @@ def test_record_sharding_skips_files_it_has_nothing_in(tmp_path, monkeypatch):
         assert {r.split(b"-")[0] for r in got} <= {b"f%d" % (i % 2)}
 
 
+def test_record_sharding_reads_only_its_records_with_an_index(tmp_path, monkeypatch):
+    paths = make_files(tmp_path, [40, 0, 9])
+    expected = {n: [list(TFRecordDataset(paths).shard(n, i)) for i in range(n)] for n in (4, 7)}
+    for p in paths:
+        create_index(p)
+    calls: list[str] = []
+    real = _dataset.read_records
+    monkeypatch.setattr(
+        _dataset, "read_records", lambda p, *a, **k: calls.append(p) or real(p, *a, **k)
+    )
+    for n, shards in expected.items():
+        assert [list(TFRecordDataset(paths).shard(n, i)) for i in range(n)] == shards
+    assert calls == []  # random access through the index, no streaming
+    with open(paths[0], "ab") as fh:  # the index is now stale: warn, stream, same records
+        fh.write(tfr.encode_record(b"f0-r40"))
+    with pytest.warns(RuntimeWarning, match="stale index"):
+        got = list(TFRecordDataset(paths[0]).shard(3, 1))
+    assert got == [b"f0-r%d" % r for r in range(1, 41, 3)] and calls == [paths[0]]
+
+
 def test_shard_argument_errors(tmp_path):
     ds = TFRecordDataset(make_files(tmp_path, [1, 1]))
     with pytest.raises(ValueError):
@@ -482,6 +502,9 @@ def test_parse_then_batch_is_parse_example_per_batch(example_file):
     for k, b in enumerate(batches):
         assert_same_parsed(b, parse_example(records[10 * k : 10 * k + 10], feats))
     assert batches[0]["name"][0] == b"n\x000"  # bytes kept whole (NULs too)
+    after = list(TFRecordDataset(example_file).batch(10).parse(feats))
+    for a, b in zip(after, batches):
+        assert_same_parsed(a, b)
     singles = list(TFRecordDataset(example_file).parse(feats))
     for r, s in zip(records, singles):
         assert_same_parsed(s, parse_single_example(r, feats))

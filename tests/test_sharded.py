@@ -169,3 +169,13 @@ def test_argument_errors(tmp_path):
     w.flush()
     assert "shards=2" in repr(w)
     w.close()
+
+
+def test_failed_construction_leaves_no_files(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        ShardedWriter(tmp_path / "missing-dir" / "x", 3)
+    assert os.listdir(tmp_path) == []
+    (tmp_path / ".y-00002.inprogress").mkdir()  # the third shard cannot be created
+    with pytest.raises(OSError):
+        ShardedWriter(tmp_path / "y", 3)
+    assert os.listdir(tmp_path) == [".y-00002.inprogress"]

@@ -26,12 +26,16 @@ Layers, bottom up (each module imports only those above it in this list):
 ``_fastparse``         (vectorized over a batch), schema inference
 ``_infer``
 ``_arrays``            whole files as NumPy columns: write_examples / read_examples
+``_index``,            index files and random access, sharded writing,
+``_sharded``,          tf.data-style datasets; ``torch`` (optional) for PyTorch
+``_dataset``
 =====================  ==========================================================
 """
 
 from . import io
 from ._arrays import concat_parsed, read_examples, write_examples
 from ._crc import available_crc_backends, crc32c, crc_backend, masked_crc32c
+from ._dataset import AUTOTUNE, TFRecordDataset
 from ._errors import (
     ClosedError,
     CompressionError,
@@ -52,6 +56,15 @@ from ._example import (
     make_sequence_example,
 )
 from ._framing import RecordDecoder, encode_record, encode_records, iter_records
+from ._index import (
+    RandomAccessError,
+    StaleIndexError,
+    TFRecordFile,
+    create_index,
+    find_index,
+    read_index,
+    write_index,
+)
 from ._infer import FeatureStats, Schema, infer_schema
 from ._io import (
     TFRecordCompressionType,
@@ -91,10 +104,12 @@ from ._schema import (
     uint32,
     uint64,
 )
+from ._sharded import ShardedWriter
 from ._values import RaggedValue, SparseValue
 from ._version import __version__
 
 __all__ = [
+    "AUTOTUNE",
     "ClosedError",
     "CompressionError",
     "CorruptRecordError",
@@ -106,12 +121,17 @@ __all__ = [
     "ParseError",
     "RaggedFeature",
     "RaggedValue",
+    "RandomAccessError",
     "RecordDecoder",
     "Schema",
+    "ShardedWriter",
     "SparseFeature",
     "SparseValue",
+    "StaleIndexError",
     "TFRecordCompressionType",
+    "TFRecordDataset",
     "TFRecordError",
+    "TFRecordFile",
     "TFRecordOptions",
     "TFRecordReader",
     "TFRecordWriter",
@@ -125,12 +145,14 @@ __all__ = [
     "concat_parsed",
     "crc32c",
     "crc_backend",
+    "create_index",
     "detect_compression",
     "encode_example",
     "encode_record",
     "encode_records",
     "encode_sequence_example",
     "expand_paths",
+    "find_index",
     "float32",
     "float_feature",
     "infer_schema",
@@ -147,9 +169,11 @@ __all__ = [
     "parse_single_example",
     "parse_single_sequence_example",
     "read_examples",
+    "read_index",
     "read_records",
     "shard_name",
     "string",
     "tf_record_iterator",
     "write_examples",
+    "write_index",
 ]

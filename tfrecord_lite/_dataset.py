@@ -29,7 +29,9 @@ together hold every record once. Files are first put in a canonical order
   ``shuffle_files``, ``interleave`` and any seed (or none). Shards get equally
   many records (±1) when the files are equally long, and a shard skips, without
   opening it, every file where it owns nothing: with 2 files and 8 shards each
-  shard reads one file, not both.
+  shard reads one file, not both. When a plain file has an index file
+  (``file.index``/``file.idx``, see :func:`create_index`), a shard reads only its
+  own records from it instead of streaming the whole file.
 
 Several ``shard`` calls nest (shard ``j`` of ``m`` of shard ``i`` of ``n``), which is
 how :mod:`tfrecord_lite.torch` adds DataLoader workers and distributed ranks.
@@ -44,6 +46,7 @@ import math
 import os
 import queue
 import threading
+import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +54,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
+from ._index import find_index
 from ._io import READ_BLOCK_SIZE, _compression_name, read_records
 from ._paths import PathOrFile, expand_paths, is_file_object
 
@@ -62,6 +66,8 @@ AUTOTUNE = -1
 EpochKey = tuple[int, ...]
 Upstream = Callable[[EpochKey], Iterator[Any]]
 
+#: Smallest read block per file when interleaving many files.
+_MIN_BLOCK = 64 * 1024
 #: How long a blocked producer thread waits before checking whether it must stop.
 _POLL = 0.05
 #: How long closing an iterator waits for its background thread.
@@ -112,12 +118,12 @@ class _Source:
         self,
         files: tuple[str, ...],
         compression: str,
-        buffer_size: int,
+        buffer_size: Optional[int],
         verify: bool,
     ) -> None:
         self.files = files
         self.compression = compression
-        self.buffer_size = buffer_size
+        self.buffer_size = buffer_size  # None: chosen from the number of files open at once
         self.verify = verify
         self.cycle_length = 1
         self.block_length = 1
@@ -168,10 +174,16 @@ class _Source:
             return _chain_files(readers)
         return _interleave(readers, src.cycle_length, src.block_length)
 
+    def block_size(self) -> int:
+        """Read block per open file: 1 MiB, shared out when several files are open at once."""
+        if self.buffer_size is not None:
+            return self.buffer_size
+        return max(_MIN_BLOCK, READ_BLOCK_SIZE // max(1, self.cycle_length))
+
     def _read_file(self, path: str, f: int, n_files: int, n: int, i: int) -> Iterator[bytes]:
         if n == 1:
             return read_records(
-                path, self.compression, verify=self.verify, buffer_size=self.buffer_size
+                path, self.compression, verify=self.verify, buffer_size=self.block_size()
             )
         # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
         g = math.gcd(n_files, n)
@@ -180,11 +192,37 @@ class _Source:
             return iter(())
         step = n // g
         r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
-        return _every(
-            read_records(path, self.compression, verify=self.verify, buffer_size=self.buffer_size),
-            r0,
-            step,
+        if step > 1 and self.compression in ("", "auto"):
+            index_path = find_index(path)
+            if index_path is not None:
+                return self._read_indexed(path, index_path, r0, step)
+        return _every(self._stream(path), r0, step)
+
+    def _stream(self, path: str) -> Iterator[bytes]:
+        return read_records(
+            path, self.compression, verify=self.verify, buffer_size=self.block_size()
         )
+
+    def _read_indexed(self, path: str, index_path: str, start: int, step: int) -> Iterator[bytes]:
+        """Records ``start::step`` of a file with an index: read only those (one pread each)."""
+        from ._index import RandomAccessError, StaleIndexError, TFRecordFile
+
+        try:
+            f = TFRecordFile(path, index_path, compression=self.compression, verify=self.verify)
+        except RandomAccessError:  # compressed: stream it
+            yield from _every(self._stream(path), start, step)
+            return
+        except StaleIndexError as err:
+            warnings.warn(f"{err}; reading {path!r} without it", RuntimeWarning, stacklevel=2)
+            yield from _every(self._stream(path), start, step)
+            return
+        try:
+            n = len(f)
+            chunk = 256 * step
+            for first in range(start, n, chunk):
+                yield from f.get_many(range(first, min(n, first + chunk), step))
+        finally:
+            f.close()
 
 
 def _close(it: object) -> None:
@@ -291,10 +329,19 @@ class _Parse(_Op):
         self.features = features
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        from ._parse import parse_single_example
+        from ._parse import parse_example, parse_single_example
 
         features = self.features
-        return _mapped(lambda r: parse_single_example(r, features), upstream(key))
+
+        def parse(r: Any) -> Any:
+            # A list is a batch of raw records (``batch(n).parse(f)``): parse it as one.
+            return (
+                parse_example(r, features)
+                if isinstance(r, list)
+                else parse_single_example(r, features)
+            )
+
+        return _mapped(parse, upstream(key))
 
     def describe(self) -> str:
         return f"parse({sorted(self.features)})"
@@ -736,9 +783,10 @@ class TFRecordDataset:
 
     ``filenames``: a path, a list of paths, a glob (``"train-*.tfrecord"``), a
     directory, a shard pattern (``"train-?????-of-00016"``) or spec
-    (``"train@16"``). ``compression``: ``"auto"`` (default: detected per file),
-    ``""``/``None``, ``"GZIP"`` or ``"ZLIB"`` (``compression_type=`` is accepted as
-    tf.data's name). ``buffer_size``: read block in bytes (default 1 MiB).
+    (``"train@16"``). ``compression``: ``"auto"`` or ``None`` (default: detected per
+    file, plain files included), ``""`` (plain), ``"GZIP"`` or ``"ZLIB"``
+    (``compression_type=`` is accepted as tf.data's name). ``buffer_size``: read block per file in bytes (default 1 MiB,
+    divided among the files open at once when interleaving, at least 64 KiB).
     ``num_parallel_reads=N`` interleaves N files record by record, as tf.data does.
     ``verify=False`` skips CRC checks.
 
@@ -761,8 +809,10 @@ class TFRecordDataset:
                 raise TypeError("pass either compression= or compression_type=, not both")
             compression = compression_type
         comp = "auto" if compression is None else _compression_name(compression, allow_auto=True)
-        if buffer_size is None or buffer_size == 0:
-            size = READ_BLOCK_SIZE if buffer_size is None else 64 * 1024
+        if buffer_size is None:
+            size: Optional[int] = None
+        elif buffer_size == 0:  # tf.data: unbuffered; we read small blocks
+            size = _MIN_BLOCK
         else:
             size = _count("buffer_size", buffer_size, 1)
         files = expand_paths(filenames)
@@ -877,7 +927,8 @@ class TFRecordDataset:
 
         Followed by :meth:`batch`, the raw records are batched first and each batch
         parsed with one ``parse_example`` call (faster, and its output is exactly
-        ``parse_example``'s).
+        ``parse_example``'s). After ``batch``, each batch of raw records is parsed
+        with ``parse_example`` too.
         """
         if not isinstance(features, Mapping):
             raise TypeError(

@@ -27,6 +27,7 @@ NumPy int / uint / bool array, **any** shape           ``int64_list``, flattened
 NumPy float16/32/64 array, any shape                   ``float_list``, flattened
 NumPy ``S`` / ``U`` / ``V`` / object array of bytes     ``bytes_list``, flattened
 ``tfr.train.Feature`` (or TensorFlow's ``tf.train.Feature``)  copied unchanged
+other objects with ``__array__`` (torch, pandas, ...)  as ``np.asarray(value)``
 =====================================================  ==============================
 
 Notes and decisions:
@@ -335,6 +336,8 @@ def _classify(where: Where, value: Any) -> Converted:
         return _classify_sequence(where, value)
     if _message_name(value) in _FEATURE_NAMES:
         return _FEATURE, value.SerializeToString()
+    if hasattr(value, "__array__"):  # torch / jax tensors, pandas Series, ...
+        return _classify_array(where, np.asarray(value))
     raise TypeError(f"{_fmt(where)}: unsupported value type {t.__name__}")
 
 
@@ -427,20 +430,18 @@ def bytes_rows(array: npt.ArrayLike) -> np.ndarray:
 
     Read back with ``decode_raw(values, np.uint8).reshape(-1, 28, 28)``.
     """
-    arr = np.ascontiguousarray(np.asarray(array))
+    arr = np.asarray(array)
     if arr.ndim == 0:
         raise ValueError("bytes_rows needs an array with at least one dimension")
-    n = arr.shape[0]
-    width = arr.dtype.itemsize * (arr.size // n if n else int(np.prod(arr.shape[1:])))
+    arr = np.ascontiguousarray(arr)
     if arr.dtype.kind == "O":
         raise TypeError("bytes_rows needs a numeric array, not an object array")
-    return (
-        arr.reshape(n, -1)
-        .view(np.uint8)
-        .reshape(n, width)
-        .view(np.dtype((np.void, width)))
-        .reshape(n)
-    )
+    n = arr.shape[0]
+    width = arr.dtype.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64))
+    row_type = np.dtype((np.void, width))
+    if width == 0 or n == 0:
+        return np.zeros(n, dtype=row_type)
+    return arr.reshape(n, -1).view(np.uint8).reshape(n, width).view(row_type).reshape(n)
 
 
 # --------------------------------------------------------------------------- protobuf objects
@@ -906,17 +907,20 @@ def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
 
 def _make_column(name: str, values: Any, n: int) -> _Column:
     where = _where(name)
+    if not isinstance(values, (np.ndarray, Sequence)) and hasattr(values, "__array__"):
+        values = np.asarray(values)  # torch / jax tensors, pandas Series, ...
     if isinstance(values, np.ndarray):
         if values.ndim == 0:
             raise ValueError(f"{_fmt(where)}: a column needs one value per record, got a 0-d array")
         if len(values) != n:
             raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
         kind = values.dtype.kind
+        per_record = int(np.prod(values.shape[1:], dtype=np.int64))
         if kind in "iub":
-            return _int_column(where, name, values.reshape(n, -1), n)
+            return _int_column(where, name, values.reshape(n, per_record), n)
         if kind == "f":
             with np.errstate(over="ignore"):
-                f32 = np.ascontiguousarray(values.reshape(n, -1), dtype="<f4")
+                f32 = np.ascontiguousarray(values.reshape(n, per_record), dtype="<f4")
             return _array_rows_column(name, _float_header, f32.view(np.uint8), n)
         if values.ndim == 1:
             if kind == "V" and values.dtype.names is None:

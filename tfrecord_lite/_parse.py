@@ -91,6 +91,13 @@ def _preview(record: bytes, limit: int = 40) -> str:
     return text + ("..." if len(record) > limit else "")
 
 
+def _filled(shape: tuple[int, ...], fill: Any, dtype: DType) -> np.ndarray:
+    """``np.full`` that keeps bytes intact (``np.full`` drops a bytes fill's trailing NULs)."""
+    out = np.empty(shape, dtype=dtype.np_dtype)
+    out.fill(fill)
+    return out
+
+
 def _empty(dtype: DType, n: int = 0) -> np.ndarray:
     return np.empty(n, dtype=dtype.np_dtype) if dtype is not string else np.empty(n, dtype=object)
 
@@ -441,7 +448,7 @@ def _fixed_len_sequence(
         fill = np.asarray(spec.default_value).reshape(()).item()
     else:
         fill = b"" if spec.dtype is string else 0
-    out = np.full((n, max_rows * stride), fill, dtype=spec.dtype.np_dtype)
+    out = _filled((n, max_rows * stride), fill, spec.dtype)
     if stride and len(col.values):
         # Row i's values go to out[i, :counts[i]]: flat positions i*width + 0..counts[i].
         starts = _row_starts(col.counts)
@@ -774,7 +781,7 @@ def _sequence_assemble(
             fill = np.asarray(spec.default_value).reshape(()).item()
         else:
             fill = b"" if spec.dtype is string else 0
-        out = np.full((n, max_steps, size), fill, dtype=spec.dtype.np_dtype)
+        out = _filled((n, max_steps, size), fill, spec.dtype)
         if len(col.values):
             starts = _row_starts(steps)
             t = np.arange(len(step_rec), dtype=np.int64) - np.repeat(starts[:-1], steps)
@@ -834,7 +841,14 @@ def _parse_sequences(
     examples = _decode(records, where, example_pb2.SequenceExample)
     cmaps = [ex.context.feature for ex in examples]
     cwhere = _Where(where.names, where.batch, _sparse_keys(cspecs), section="context")
-    context = assemble(cspecs, extract_columns(cmaps, _keys_needed(cspecs), cwhere), cwhere, batch)
+    ccols = extract_columns(cmaps, _keys_needed(cspecs), cwhere)
+    # TensorFlow's SequenceExample parser counts an empty Feature() in the context as
+    # present with no values (its Example parser counts it as missing).
+    ccols = {
+        k: c._replace(present=np.array([k in m for m in cmaps], dtype=bool))
+        for k, c in ccols.items()
+    }
+    context = assemble(cspecs, ccols, cwhere, batch)
     lists = [ex.feature_lists.feature_list for ex in examples]
     seq: dict[str, ParsedValue] = {}
     lengths: dict[str, np.ndarray] = {}
@@ -885,7 +899,11 @@ def parse_single_sequence_example(
     records = _as_records([serialized], "parse_single_sequence_example")
     where = _Where(None, batch=False)
     context, seq, _ = _parse_sequences(records, context_features, sequence_features, where, False)
-    context = {k: _unbatch(v) for k, v in context.items()}
+    # Ragged context features are built unbatched already (as in parse_single_example).
+    context = {
+        k: v if isinstance(context_features[k], RaggedFeature) else _unbatch(v)  # type: ignore[index]
+        for k, v in context.items()
+    }
     out: dict[str, ParsedValue] = {}
     for k, v in seq.items():
         if isinstance(v, RaggedValue):

@@ -24,6 +24,7 @@ left for inspection.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from array import array
@@ -134,8 +135,12 @@ class ShardedWriter:
         self.index_paths: list[str] = []
         self.shard_records: list[int] = []
         if self._num_shards is not None:
-            for i in range(self._num_shards):
-                self._open.append(self._new_shard(i))
+            try:
+                for i in range(self._num_shards):
+                    self._open.append(self._new_shard(i))
+            except BaseException:
+                self._discard()
+                raise
 
     @property
     def num_shards(self) -> Optional[int]:
@@ -247,6 +252,15 @@ class ShardedWriter:
                     table = np.stack([offsets, lengths], axis=1)
                     self.index_paths.append(write_index(final + ".index", table))
             return list(self.paths)
+
+    def _discard(self) -> None:
+        """Close and delete every temporary file (construction failed)."""
+        self._closed = True
+        for shard in self._open:
+            shard.writer.close()
+            with contextlib.suppress(OSError):
+                os.remove(shard.tmp_path)
+        self._open = []
 
     def abort(self) -> None:
         """Close every file without renaming: the shards stay under their temporary names."""

@@ -37,7 +37,8 @@ class SparseValue(NamedTuple):
     def to_dense(self, default_value: Any = None) -> np.ndarray:
         """The dense array, missing entries set to ``default_value`` (0 / b"" by default)."""
         fill = _zero_of(self.values) if default_value is None else default_value
-        dense = np.full(self.shape, fill, dtype=self.values.dtype)
+        dense = np.empty(self.shape, dtype=self.values.dtype)
+        dense.fill(fill)  # not np.full: it drops a bytes fill's trailing NULs
         if len(self.values):
             dense[tuple(self.indices.T)] = self.values
         return dense
