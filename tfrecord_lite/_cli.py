@@ -721,10 +721,8 @@ def _remove_quietly(paths: Sequence[str]) -> None:
 
 
 def cmd_convert(args: argparse.Namespace, ctx: _Ctx) -> int:
-    if len(args.paths) < 2:
-        raise UsageError("convert needs at least one input and an output: convert IN... OUT")
-    *ins, out = args.paths
-    inputs = _inputs(ins)
+    out = args.output
+    inputs = _inputs(args.inputs)
     comp = _compression_arg(args.compression)
     shards: Optional[int] = args.shards
     if shards is not None and shards < 1:
@@ -1275,7 +1273,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"{PROG} convert damaged.tfrecord repaired.tfrecord --skip-bad",
         ),
     )
-    p.add_argument("paths", nargs="+", metavar="IN... OUT", help="input files, then the output")
+    p.add_argument("inputs", nargs="+", metavar="IN", help="input files, globs or name@N specs")
+    p.add_argument("output", metavar="OUT", help="output file (or shard prefix with --shards)")
     p.add_argument("--compression", type=str.upper, choices=("GZIP", "ZLIB", "NONE"), default=None,
                    help="compression of the output (default: none)")
     p.add_argument("--shards", type=_positive_int, metavar="N", help="split into N shards")

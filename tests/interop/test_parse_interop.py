@@ -33,6 +33,7 @@ import struct
 import warnings
 from collections import Counter
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -861,6 +862,18 @@ def test_deliberate_missing_row_splits_single() -> None:
     assert tfr.parse_single_example(data, {"r": ours_spec})["r"].to_list() == []
 
 
+#: tf.io's spec classes with tf's dtypes: spelled like ``tfr`` for shared spec makers.
+TFNS = SimpleNamespace(
+    FixedLenFeature=tf.io.FixedLenFeature,
+    FixedLenSequenceFeature=tf.io.FixedLenSequenceFeature,
+    VarLenFeature=tf.io.VarLenFeature,
+    SparseFeature=tf.io.SparseFeature,
+    RaggedFeature=tf.io.RaggedFeature,
+    int64=tf.int64,
+    float32=tf.float32,
+    string=tf.string,
+)
+
 EMPTY_BATCH_SPECS = [
     ("fixed", lambda m: m.FixedLenFeature([2], m.float32, default_value=[1.0, 2.0])),
     ("fixed_str", lambda m: m.FixedLenFeature([], m.string, default_value=b"x")),
@@ -882,7 +895,7 @@ EMPTY_BATCH_SPECS = [
 
 @pytest.mark.parametrize("name,make", EMPTY_BATCH_SPECS, ids=[n for n, _ in EMPTY_BATCH_SPECS])
 def test_empty_batch_matches_tensorflow(name: str, make: Callable[[Any], Any]) -> None:
-    theirs = tf.io.parse_example(tf.constant([], tf.string), {name: make(tf.io)})
+    theirs = tf.io.parse_example(tf.constant([], tf.string), {name: make(TFNS)})
     ours = tfr.parse_example([], {name: make(tfr)})
     same_dict(ours, theirs, f"empty batch {name}")
     COUNTS["parse_example: empty batch"] += 1
@@ -898,8 +911,8 @@ def test_empty_sequence_batch() -> None:
     seq = {"a": lambda m: m.FixedLenSequenceFeature([2], m.int64),
            "b": lambda m: m.VarLenFeature(m.string), "d": lambda m: m.RaggedFeature(m.float32)}
     for keep in (["c", "a"], ["c", "r", "d"], ["c", "v", "r", "a", "b", "d"]):
-        tf_c = {k: f(tf.io) for k, f in ctx.items() if k in keep}
-        tf_s = {k: f(tf.io) for k, f in seq.items() if k in keep}
+        tf_c = {k: f(TFNS) for k, f in ctx.items() if k in keep}
+        tf_s = {k: f(TFNS) for k, f in seq.items() if k in keep}
         our_c = {k: f(tfr) for k, f in ctx.items() if k in keep}
         our_s = {k: f(tfr) for k, f in seq.items() if k in keep}
         ours = tfr.parse_sequence_example([], our_c, our_s)
