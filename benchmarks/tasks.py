@@ -13,7 +13,8 @@ Implementations:
 ``tensorflow``     TensorFlow's own tools (several ``tf.data`` variants; the best one counts)
 ``tfrecord``       the ``tfrecord`` package on PyPI (it does not verify CRCs)
 ``naive``          struct + crcmod + protobuf + NumPy, one record at a time
-``machine``        machine limits: ``readinto`` of the file, CRC32C backends
+``machine``        machine limits, timed beside the ImageNet-like raw read: ``readinto``
+                   of the file into a preallocated buffer, and each CRC32C backend
 
 Each run happens in a fresh child process (``python -m benchmarks.tasks``, see
 :func:`main`), which prints one JSON line prefixed by ``BENCH_RESULT``. A name
@@ -139,7 +140,6 @@ TASKS: dict[str, TaskInfo] = {
             check="payload",
             single_shot=True,
         ),
-        TaskInfo("limits", "Machine limits", "imagenet", "MB/s", check="none"),
     ]
 }
 
@@ -629,7 +629,7 @@ def naive_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
 # --------------------------------------------------------------------------- machine limits
 
 
-@impl(("limits", "machine"))
+@impl(("imagenet_raw", "machine"))
 def machine_limits(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     from tfrecord_lite import _crc
 

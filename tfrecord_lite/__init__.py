@@ -32,10 +32,14 @@ Layers, bottom up (each module imports only those above it in this list):
 =====================  ==========================================================
 """
 
-from . import io
+from . import (
+    io,
+    train,
+)
 from ._arrays import concat_parsed, read_examples, write_examples
 from ._crc import available_crc_backends, crc32c, crc_backend, masked_crc32c
 from ._dataset import AUTOTUNE, TFRecordDataset
+from ._decode import decode_image, decode_raw, encode_image
 from ._errors import (
     ClosedError,
     CompressionError,
@@ -146,8 +150,11 @@ __all__ = [
     "crc32c",
     "crc_backend",
     "create_index",
+    "decode_image",
+    "decode_raw",
     "detect_compression",
     "encode_example",
+    "encode_image",
     "encode_record",
     "encode_records",
     "encode_sequence_example",
@@ -179,6 +186,7 @@ __all__ = [
     "shard_name",
     "string",
     "tf_record_iterator",
+    "train",
     "uint8",
     "uint16",
     "uint32",

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import math
 import os
 import random
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -116,12 +117,13 @@ def _damage_line(item: Damage, path: str, compressed: bool) -> str:
     err = item.error
     where = _where(err, compressed)
     line = f"{path}: {where + ': ' if where else ''}{err.message}"
+    at = f"{'decompressed ' if compressed else ''}byte offset {item.resume}"
     if item.resume is not None:
         if item.exact:
-            line += f"; skipped it, reading on at byte offset {item.resume}"
+            line += f"; skipped it, reading on at {at}"
         else:
             line += (
-                f"; reading on at the next valid record header, byte offset {item.resume} "
+                f"; reading on at the next valid record header, {at} "
                 "(records in between are lost; later record numbers are counts)"
             )
     return line
@@ -145,7 +147,7 @@ def _parse_error(data: bytes) -> str:
 
 def _records(
     ctx: _Ctx, paths: Sequence[str], desc: str, bar: Optional[Progress] = None
-) -> Iterator[tuple[str, Record]]:
+) -> Generator[tuple[str, Record], None, None]:
     """Every record of the files, in order; the first damage raises its error."""
     own = bar is None
     bar = bar or ctx.bar(_total_size(paths), desc, "B")
@@ -227,9 +229,7 @@ def _kind_text(st: FeatureStats) -> str:
 
 def _table(rows: list[list[str]], indent: str = "    ") -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows
-    ]
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def _feature_rows(stats: dict[str, FeatureStats], n: int, sequence: bool) -> list[str]:
@@ -244,7 +244,7 @@ def _feature_rows(stats: dict[str, FeatureStats], n: int, sequence: bool) -> lis
         if sequence:
             row.append(_span(st.min_steps, st.max_steps))
         row.append(_span(st.min_count, st.max_count))
-        fixed = st.fixed and st.present == n and not st.kinds.get(None, 0)
+        fixed = st.fixed and not st.kinds.get(None, 0) and (sequence or st.present == n)
         row.append("fixed" if fixed else "variable")
         row.append(f"{st.present}/{n}")
         if st.min_value is not None:
@@ -449,7 +449,9 @@ def cmd_verify(args: argparse.Namespace, ctx: _Ctx) -> int:
     if bad_files:
         hint = ""
         if not_examples:
-            hint = " (records that are not Examples are fine if you wrote raw bytes: use --no-parse)"
+            hint = (
+                " (records that are not Examples are fine if you wrote raw bytes: use --no-parse)"
+            )
         print(f"{bad_files} of {_plural(len(paths), 'file')} failed verification{hint}")
         return EXIT_DATA
     if not ctx.quiet:
@@ -462,9 +464,21 @@ def cmd_verify(args: argparse.Namespace, ctx: _Ctx) -> int:
 
 def cmd_schema(args: argparse.Namespace, ctx: _Ctx) -> int:
     paths = _inputs(args.files)
-    gen = (item.data for _, item in _records(ctx, paths, "schema"))
+    current: list[tuple[str, Record]] = []
+
+    def records() -> Generator[bytes, None, None]:
+        for path, item in _records(ctx, paths, "schema"):
+            current[:] = [(path, item)]
+            yield item.data
+
+    gen = records()
     try:
         schema = infer_schema(gen, args.sample)
+    except ParseError as e:
+        if e.index is not None and current:
+            path, item = current[0]  # the record being looked at when it failed
+            raise ParseError(e.message, key=e.key, path=path, index=item.index) from None
+        raise
     finally:
         gen.close()
     if args.format == "json":
@@ -636,24 +650,20 @@ def cmd_head(args: argparse.Namespace, ctx: _Ctx) -> int:
             print(f"{'' if i == 0 else chr(10)}==> {path} <==")
         shown = 0
         info = SalvageInfo()
-        items = salvage_file(path, info=info)
-        try:
-            for item in items:
-                if shown >= args.n:
-                    break
-                if isinstance(item, Damage):
-                    problems += 1
-                    print(_damage_line(item, path, bool(info.compression)), file=sys.stderr)
-                    continue
-                if item.index < args.skip:
-                    continue
-                if args.json:
-                    print(json.dumps(_head_json(path, item)))
-                else:
-                    print("\n".join(_head_text(path, item, bool(info.compression))))
-                shown += 1
-        finally:
-            items.close()
+        for item in salvage_file(path, info=info):
+            if shown >= args.n:
+                break  # the generator (and its file) is closed as it goes out of scope
+            if isinstance(item, Damage):
+                problems += 1
+                print(_damage_line(item, path, bool(info.compression)), file=sys.stderr)
+                continue
+            if item.index < args.skip:
+                continue
+            if args.json:
+                print(json.dumps(_head_json(path, item)))
+            else:
+                print("\n".join(_head_text(path, item, bool(info.compression))))
+            shown += 1
     return EXIT_DATA if problems else EXIT_OK
 
 
@@ -714,10 +724,8 @@ def _inprogress_names(prefix: str, n: int) -> list[str]:
 
 def _remove_quietly(paths: Sequence[str]) -> None:
     for p in paths:
-        try:
+        with contextlib.suppress(OSError):
             os.remove(p)
-        except OSError:
-            pass
 
 
 def cmd_convert(args: argparse.Namespace, ctx: _Ctx) -> int:
@@ -803,7 +811,9 @@ def _parse_size(text: str) -> tuple[int, int]:
     try:
         nums = [int(p) for p in parts]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 224x224, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected WIDTHxHEIGHT like 224x224, got {text!r}"
+        ) from None
     if len(nums) == 1:
         nums = nums * 2
     if len(nums) != 2 or min(nums) < 1:
@@ -816,7 +826,9 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(p) for p in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected HxW or HxWxC like 28x28x1, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected HxW or HxWxC like 28x28x1, got {text!r}"
+        ) from None
     if len(dims) not in (2, 3) or min(dims) < 1:
         raise argparse.ArgumentTypeError(f"expected HxW or HxWxC like 28x28x1, got {text!r}")
     return dims
@@ -826,7 +838,7 @@ def _positive_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
     return v
@@ -927,7 +939,12 @@ def cmd_from_images(args: argparse.Namespace, ctx: _Ctx) -> int:
         print(
             f"wrote {_plural(written, 'image')} of {_plural(len(folder.classes), 'class', 'classes')} "
             f"to {where} and {labels_path}"
-            + (f"; {_plural(len(skipped), 'file')} could not be decoded and were skipped" if skipped else "")
+            + (
+                f"; {_plural(len(skipped), 'file')} could not be decoded and "
+                f"{'was' if len(skipped) == 1 else 'were'} skipped"
+                if skipped
+                else ""
+            )
         )
     if written == 0:
         print(f"{PROG}: error: no image could be read from {args.dir!r}", file=sys.stderr)
@@ -1055,7 +1072,7 @@ def _label_text(fmap: Any, key: Optional[str], names: Optional[list[str]]) -> Op
     if kind == "float_list":
         return str(np.float32(v))
     label = int(v)
-    if names is not None and 0 <= label < len(names):
+    if names is not None and 0 <= label < len(names) and names[label] != str(label):
         return f"{label} {names[label]}"
     return str(label)
 
@@ -1118,7 +1135,10 @@ def cmd_preview(args: argparse.Namespace, ctx: _Ctx) -> int:
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
     ext = os.path.splitext(args.output)[1].lower()
-    grid.save(args.output, format=None if ext in (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp") else "PNG")
+    grid.save(
+        args.output,
+        format=None if ext in (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp") else "PNG",
+    )
     if not ctx.quiet:
         print(
             f"wrote {args.output}: {_plural(len(cells), 'image')}, "
@@ -1139,11 +1159,16 @@ def _examples(*lines: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
         help="no progress bar and no summary lines",
     )
     common.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS,
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
         help="show the full traceback of an error",
     )
     parser = argparse.ArgumentParser(
@@ -1168,33 +1193,52 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_FORMATTER,
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary lines")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bar and no summary lines"
+    )
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def add(name: str, func: Callable[[argparse.Namespace, _Ctx], int], summary: str,
-            description: str, examples: str) -> argparse.ArgumentParser:
+    def add(
+        name: str,
+        func: Callable[[argparse.Namespace, _Ctx], int],
+        summary: str,
+        description: str,
+        examples: str,
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(
-            name, help=summary, description=description, epilog=examples,
-            formatter_class=_FORMATTER, parents=[common],
+            name,
+            help=summary,
+            description=description,
+            epilog=examples,
+            formatter_class=_FORMATTER,
+            parents=[common],
         )
         p.set_defaults(func=func)
         return p
 
     p = add(
-        "info", cmd_info, "records, sizes, compression and the inferred features of files",
+        "info",
+        cmd_info,
+        "records, sizes, compression and the inferred features of files",
         "Read every record (checking CRCs) and show the compression, sizes, record count, "
         "record type and, per feature: kind, values per record (min..max), fixed or "
         "variable length, how many records have it, and the value range.",
         _examples(f"{PROG} info train.tfrecord", f"{PROG} info 'data/train-*' --json"),
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="files, globs or name@N shard specs")
-    p.add_argument("--sample", type=_positive_int, metavar="N",
-                   help="features from the first N records of each file only (default: all)")
+    p.add_argument(
+        "--sample",
+        type=_positive_int,
+        metavar="N",
+        help="features from the first N records of each file only (default: all)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = add(
-        "head", cmd_head, "print the first records as Examples",
+        "head",
+        cmd_head,
+        "print the first records as Examples",
         "Print records as Example / SequenceExample: each feature's kind, value count "
         "and values (the first 8). Bytes show as text when they are printable UTF-8, as "
         "'<JPEG 640x480, 35,121 bytes>' when they are an image, else as length + hex.",
@@ -1208,13 +1252,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=5, metavar="N", help="records per file (default 5)")
     p.add_argument("--skip", type=int, default=0, metavar="K", help="start after K records")
     p.add_argument(
-        "--json", action="store_true",
+        "--json",
+        action="store_true",
         help="one JSON object per record (JSON lines); bytes are base64, non-finite floats "
         "the strings NaN / Infinity / -Infinity",
     )
 
     p = add(
-        "count", cmd_count, "count the records of files (checking CRCs)",
+        "count",
+        cmd_count,
+        "count the records of files (checking CRCs)",
         "Count the intact records of each file. Damaged records are reported on stderr "
         "(file, record number, byte offset) and reading goes on past them; the exit "
         "code is then 1.",
@@ -1223,7 +1270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE")
 
     p = add(
-        "verify", cmd_verify, "check every CRC and that every record parses",
+        "verify",
+        cmd_verify,
+        "check every CRC and that every record parses",
         "Check the length and data CRC of every record and that every record parses as "
         "a tf.train.Example or SequenceExample. Each problem is one line with its file, "
         "record number and byte offset (of the decompressed stream for GZIP/ZLIB). "
@@ -1233,11 +1282,16 @@ def build_parser() -> argparse.ArgumentParser:
         _examples(f"{PROG} verify data/*.tfrecord", f"{PROG} verify raw.tfrecord --no-parse"),
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--no-parse", action="store_true",
-                   help="check the framing and CRCs only (records that are not Examples)")
+    p.add_argument(
+        "--no-parse",
+        action="store_true",
+        help="check the framing and CRCs only (records that are not Examples)",
+    )
 
     p = add(
-        "schema", cmd_schema, "print the inferred feature dict, ready to paste",
+        "schema",
+        cmd_schema,
+        "print the inferred feature dict, ready to paste",
         "Infer the feature dict (FixedLenFeature for keys with the same number of values "
         "in every record, else VarLenFeature) and print it as Python or JSON.",
         _examples(
@@ -1247,11 +1301,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--format", choices=("python", "json"), default="python")
-    p.add_argument("--sample", type=_positive_int, metavar="N",
-                   help="look at the first N records only (default: all)")
+    p.add_argument(
+        "--sample",
+        type=_positive_int,
+        metavar="N",
+        help="look at the first N records only (default: all)",
+    )
 
     p = add(
-        "index", cmd_index, "write index files (offset length per record)",
+        "index",
+        cmd_index,
+        "write index files (offset length per record)",
         "Write FILE.index for each file: one 'offset length' line per record, the format "
         "of tfrecord2idx (vahidk/tfrecord, NVIDIA DALI). One streaming pass in bounded "
         "memory; for a plain file only record headers are read. For GZIP/ZLIB files "
@@ -1262,7 +1322,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="PATH", help="index path (one input only)")
 
     p = add(
-        "convert", cmd_convert, "recompress, merge or split files, keeping every record in order",
+        "convert",
+        cmd_convert,
+        "recompress, merge or split files, keeping every record in order",
         "Copy the records of the inputs, in order, to OUT (or to OUT-00000-of-0000N with "
         "--shards N: contiguous runs, so the shards read in order give the records in "
         "order). Any damage stops the copy (nothing is left behind) unless --skip-bad.",
@@ -1275,15 +1337,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files, globs or name@N specs")
     p.add_argument("output", metavar="OUT", help="output file (or shard prefix with --shards)")
-    p.add_argument("--compression", type=str.upper, choices=("GZIP", "ZLIB", "NONE"), default=None,
-                   help="compression of the output (default: none)")
+    p.add_argument(
+        "--compression",
+        type=str.upper,
+        choices=("GZIP", "ZLIB", "NONE"),
+        default=None,
+        help="compression of the output (default: none)",
+    )
     p.add_argument("--shards", type=_positive_int, metavar="N", help="split into N shards")
-    p.add_argument("--skip-bad", action="store_true",
-                   help="drop damaged records (each is reported) instead of stopping")
+    p.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="drop damaged records (each is reported) instead of stopping",
+    )
     p.add_argument("--index", action="store_true", help="write an index file beside each output")
 
     p = add(
-        "from-images", cmd_from_images, "turn a folder of class sub-folders of images into TFRecords",
+        "from-images",
+        cmd_from_images,
+        "turn a folder of class sub-folders of images into TFRecords",
         "DIR has one sub-folder per class. Each image becomes an Example with "
         "image/encoded (or image_raw with --encode raw), image/format, image/class/label "
         "(the class's position in sorted order), image/class/text, image/height, "
@@ -1299,25 +1371,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("out", metavar="OUT", help="output prefix (or an existing directory)")
     p.add_argument("--shards", type=_positive_int, default=1, metavar="N")
-    p.add_argument("--size", type=_parse_size, metavar="WxH",
-                   help="resize every image to WIDTHxHEIGHT (default: keep)")
-    p.add_argument("--encode", choices=("jpeg", "png", "raw"), default="jpeg",
-                   help="how to store pixels (default jpeg; a JPEG/PNG file that needs no "
-                   "change is stored byte for byte)")
-    p.add_argument("--channels", choices=("auto", "1", "3"), default="auto",
-                   help="1 grayscale, 3 RGB, auto: grayscale stays grayscale (default)")
+    p.add_argument(
+        "--size",
+        type=_parse_size,
+        metavar="WxH",
+        help="resize every image to WIDTHxHEIGHT (default: keep)",
+    )
+    p.add_argument(
+        "--encode",
+        choices=("jpeg", "png", "raw"),
+        default="jpeg",
+        help="how to store pixels (default jpeg; a JPEG/PNG file that needs no "
+        "change is stored byte for byte)",
+    )
+    p.add_argument(
+        "--channels",
+        choices=("auto", "1", "3"),
+        default="auto",
+        help="1 grayscale, 3 RGB, auto: grayscale stays grayscale (default)",
+    )
     p.add_argument("--quality", type=int, default=95, help="JPEG quality (default 95)")
-    p.add_argument("--workers", type=_positive_int, metavar="N",
-                   help="processes decoding images (default: one per core for large folders)")
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="processes decoding images (default: one per core for large folders)",
+    )
     p.add_argument("--shuffle", action="store_true", help="shuffle the images (see --seed)")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
     p.add_argument("--compression", type=str.upper, choices=("GZIP", "ZLIB", "NONE"), default=None)
     p.add_argument("--index", action="store_true", help="write an index file beside each shard")
-    p.add_argument("--allow-skips", action="store_true",
-                   help="exit 0 even when some files could not be decoded")
+    p.add_argument(
+        "--allow-skips",
+        action="store_true",
+        help="exit 0 even when some files could not be decoded",
+    )
 
     p = add(
-        "preview", cmd_preview, "draw the first images of a file as a labelled grid (PNG)",
+        "preview",
+        cmd_preview,
+        "draw the first images of a file as a labelled grid (PNG)",
         "Draw the first N images as a grid, each with its label underneath. Encoded "
         "images (JPEG, PNG, ...) are decoded; raw pixel bytes or int64/float lists need a "
         "shape: --shape, or stored features (KEY/shape, or height/width[/channels|depth] "
@@ -1337,10 +1430,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=16, metavar="N", help="images to draw (default 16)")
     p.add_argument("-o", "--output", required=True, metavar="PNG", help="the picture to write")
     p.add_argument("--shape", type=_parse_shape, metavar="HxW[xC]", help="shape of raw images")
-    p.add_argument("--dtype", metavar="DTYPE", help="NumPy dtype of raw image bytes (uint8, float32...)")
+    p.add_argument(
+        "--dtype", metavar="DTYPE", help="NumPy dtype of raw image bytes (uint8, float32...)"
+    )
     p.add_argument("--labels", metavar="FILE", help="class names, one per line")
-    p.add_argument("--cell", type=_positive_int, default=96, metavar="PX",
-                   help="cell size in pixels (default 96)")
+    p.add_argument(
+        "--cell",
+        type=_positive_int,
+        default=96,
+        metavar="PX",
+        help="cell size in pixels (default 96)",
+    )
     p.add_argument("--cols", type=_positive_int, metavar="N", help="columns (default: square grid)")
     p.add_argument("--skip", type=int, default=0, metavar="K", help="start after K records")
     return parser
@@ -1358,10 +1458,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):  # pragma: no cover
-                pass
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))

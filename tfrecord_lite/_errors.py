@@ -23,6 +23,7 @@ Hierarchy::
     ├── DataLossError (ValueError)          the file's bytes are not a valid TFRecord file
     │   ├── CorruptRecordError              a CRC does not match
     │   ├── TruncatedRecordError (EOFError) the file ends inside a record
+    │   ├── RecordTooLargeError             a length field claims more than max_record_size
     │   └── CompressionError                the GZIP/ZLIB stream is damaged
     ├── ClosedError (ValueError)            a writer or reader used after close()
     └── ParseError (ValueError)             a record is not a valid Example, or does not fit the schema
@@ -39,6 +40,7 @@ __all__ = [
     "CorruptRecordError",
     "DataLossError",
     "ParseError",
+    "RecordTooLargeError",
     "TFRecordError",
     "TruncatedRecordError",
 ]
@@ -167,6 +169,29 @@ class TruncatedRecordError(DataLossError, EOFError):
     ) -> None:
         self.expected = expected
         self.available = available
+        super().__init__(message, path=path, offset=offset, index=index)
+
+
+class RecordTooLargeError(DataLossError):
+    """A record's length field claims more than the reader's ``max_record_size``.
+
+    Raised before the record's data is buffered, so a damaged or hostile length
+    cannot make the reader allocate it. ``length`` is the claimed number of data
+    bytes and ``limit`` the ``max_record_size`` in force.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        length: Optional[int] = None,
+        limit: Optional[int] = None,
+        path: Optional[PathLike] = None,
+        offset: Optional[int] = None,
+        index: Optional[int] = None,
+    ) -> None:
+        self.length = length
+        self.limit = limit
         super().__init__(message, path=path, offset=offset, index=index)
 
 

@@ -40,11 +40,14 @@ size (the I/O layer uses it over file blocks and decompressor output).
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable, Iterator
 from typing import Optional, Union
 
-from ._crc import crc32c, mask, unmask
+import numpy as np
+
+from ._crc import MASK_DELTA, crc32c, mask, unmask
 from ._errors import CorruptRecordError, TruncatedRecordError
 from ._scan import scan
 
@@ -74,12 +77,39 @@ _HEADER = struct.Struct("<QI")
 _MAX_LENGTH = 2**64 - 1
 
 
+@functools.lru_cache(maxsize=4096)
 def record_header(length: int) -> bytes:
-    """Return the 12-byte header of a record of ``length`` data bytes."""
+    """Return the 12-byte header of a record of ``length`` data bytes.
+
+    Cached: a header depends only on the length, and records written by one
+    writer often share a few lengths.
+    """
     if not 0 <= length <= _MAX_LENGTH:
         raise ValueError(f"record length must be in [0, 2**64), got {length}")
     length_bytes = _U64.pack(length)
     return length_bytes + _U32.pack(mask(crc32c(length_bytes)))
+
+
+def frame_parts(records: list[bytes]) -> tuple[list[bytes], int]:
+    """Frame many ``bytes`` records at once: (header, data, footer, ... parts, total size).
+
+    Data CRCs are computed one call per record and masked with NumPy; headers come
+    from the per-length cache. ``b"".join(parts)`` is the framed stream.
+    """
+    n = len(records)
+    if n == 0:
+        return [], 0
+    crcs = np.fromiter(map(crc32c, records), dtype=np.uint64, count=n)
+    masked = (
+        ((crcs >> np.uint64(15)) | (crcs << np.uint64(17))) + np.uint64(MASK_DELTA)
+    ) & np.uint64(0xFFFFFFFF)
+    footers = masked.astype("<u4").tobytes()
+    parts: list[bytes] = [b""] * (3 * n)
+    lengths = list(map(len, records))
+    parts[0::3] = map(record_header, lengths)
+    parts[1::3] = records
+    parts[2::3] = [footers[i : i + 4] for i in range(0, 4 * n, 4)]
+    return parts, sum(lengths) + RECORD_OVERHEAD * n
 
 
 def encode_record(data: Buffer) -> bytes:

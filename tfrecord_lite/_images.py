@@ -22,6 +22,7 @@ import io
 import math
 import os
 import random
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -292,6 +293,8 @@ def image_example(
     return encode_example(feats)
 
 
+_BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
+
 #: ``(root, relative path, label, class name, options)``: one unit of work.
 Task = tuple[str, str, int, str, ImageOptions]
 
@@ -306,8 +309,9 @@ def convert_task(task: Task) -> tuple[Optional[bytes], Optional[str]]:
     except ImportError:
         raise
     except Exception as e:  # a bad file must never stop the whole job
-        reason = getattr(e, "message", None) or str(e) or type(e).__name__
-        return None, " ".join(str(reason).split())
+        reason = str(getattr(e, "message", None) or e or type(e).__name__)
+        reason = _BYTESIO.sub("(not a known image format)", reason)
+        return None, " ".join(reason.split())
 
 
 # --------------------------------------------------------------------------- display
@@ -354,7 +358,9 @@ GRID_PAD = 2
 LABEL_HEIGHT = 14
 
 
-def grid_size(n: int, cell: int, cols: Optional[int] = None, labels: bool = True) -> tuple[int, int]:
+def grid_size(
+    n: int, cell: int, cols: Optional[int] = None, labels: bool = True
+) -> tuple[int, int]:
     """``(width, height)`` in pixels of the grid :func:`draw_grid` draws for ``n`` cells."""
     cols = cols or max(1, math.ceil(math.sqrt(n)))
     cols = max(1, min(cols, n)) if n else 1
@@ -419,9 +425,7 @@ def draw_grid(
             if text != label and len(text) > 1:
                 text = text[:-1] + "~"
             tw = draw.textlength(text, font=font)
-            draw.text(
-                (x0 + (cell - tw) / 2, y0 + cell + 1), text, fill=(230, 230, 230), font=font
-            )
+            draw.text((x0 + (cell - tw) / 2, y0 + cell + 1), text, fill=(230, 230, 230), font=font)
     return canvas
 
 
@@ -469,7 +473,8 @@ def _draw_digit(digit: int, size: int, rng: random.Random) -> npt.NDArray[np.uin
     resample = getattr(image_mod, "Resampling", image_mod).LANCZOS
     small = np.asarray(img.resize((size, size), resample), dtype=np.float64)
     noise = np.array([rng.gauss(0.0, 8.0) for _ in range(size * size)]).reshape(size, size)
-    return np.clip(small + noise, 0, 255).astype(np.uint8)
+    out: npt.NDArray[np.uint8] = np.clip(small + noise, 0, 255).astype(np.uint8)
+    return out
 
 
 def make_digit_folder(

@@ -91,13 +91,14 @@ class Progress:
         rate = self.n / elapsed
         unit = self.unit
         count = _scaled(self.n, unit)
-        speed = f"{_scaled(rate, unit)}{unit}/s"
+        suffix = "" if unit == "it" else unit if unit == "B" else " " + unit
+        speed = f"{_scaled(rate, unit) if unit == 'B' else f'{rate:,.1f}'} {unit}/s"
         head = f"{self.desc}: " if self.desc else ""
         if self.total:
             frac = min(max(self.n / self.total, 0.0), 1.0)
             left = (self.total - self.n) / rate if rate > 0 else 0.0
             tail = (
-                f" {count}/{_scaled(self.total, unit)}{'' if unit == 'it' else unit}"
+                f" {count}{suffix}/{_scaled(self.total, unit)}{suffix}"
                 f" [{_duration(elapsed)}<{_duration(left)}, {speed}]"
             )
             width = shutil.get_terminal_size((80, 20)).columns - 1
@@ -108,7 +109,7 @@ class Progress:
                 filled = int(frac * room)
                 bar = " |" + "#" * filled + " " * (room - filled) + "|"
             return f"{head}{frac * 100:3.0f}%{bar}{tail}"
-        return f"{head}{count}{'' if unit == 'it' else unit} [{_duration(elapsed)}, {speed}]"
+        return f"{head}{count}{suffix} [{_duration(elapsed)}, {speed}]"
 
     def _draw(self, now: float) -> None:
         width = shutil.get_terminal_size((80, 20)).columns - 1
