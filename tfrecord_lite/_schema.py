@@ -106,20 +106,24 @@ def as_dtype(value: DTypeLike) -> DType:
             key = key[3:]
         if key in _BY_NAME:
             return _BY_NAME[key]
-        raise ValueError(
-            f"unsupported dtype {value!r}: TFRecord features hold int64, float32 or string"
-        )
-    name = getattr(value, "name", None)  # tf.DType, np.dtype
+        name: Any = key
+    else:
+        name = getattr(value, "name", None)  # tf.DType, np.dtype
     if isinstance(value, type) and issubclass(value, np.generic):
+        if issubclass(value, (np.bytes_, np.str_)):
+            return string
         name = np.dtype(value).name
     if isinstance(name, str):
         if name in ("int64", "float32", "string", "object"):
             return _BY_NAME[name]
-        if isinstance(value, np.dtype) and value.kind in "SO":
+        if isinstance(value, np.dtype) and value.kind in "SUO":
             return string
+    hint = ""
+    if isinstance(name, str) and name in ("float64", "double", "float16", "half", "bfloat16"):
+        hint = "; a FloatList stores float32, so use tfr.float32 (values are rounded to float32)"
     raise ValueError(
         f"unsupported dtype {value!r}: TFRecord features hold int64, float32 or string "
-        "(use tfr.int64, tfr.float32 or tfr.string)"
+        f"(use tfr.int64, tfr.float32 or tfr.string){hint}"
     )
 
 
