@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -392,6 +392,159 @@ def _values(
     return FastColumn(present, counts, values)
 
 
+# --------------------------------------------------------------------------- equal-length layout
+
+
+class _Layout(NamedTuple):
+    """Where everything is in a record of a given length.
+
+    ``struct``: positions of every byte that steers parsing (tags, lengths, keys);
+    ``template``: their values; ``regions``: per key, its kind and the (start,
+    length) of each value payload (every BytesList item, or the one packed chunk).
+    """
+
+    length: int
+    struct: np.ndarray
+    template: np.ndarray
+    regions: dict[str, tuple[Optional[str], list[tuple[int, int]]]]
+
+
+def _layout(record: bytes) -> _Layout:
+    """Parse one record fully, recording which bytes are structure and which are values.
+
+    Two records of the same length whose structural bytes are equal parse along
+    exactly the same path (every decision is made from those bytes), so their
+    values sit at the same offsets.
+    """
+    end = len(record)
+    is_value = np.zeros(end, dtype=bool)
+    regions: dict[str, tuple[Optional[str], list[tuple[int, int]]]] = {}
+    if end:
+        if record[0] != 0x0A:
+            raise _GiveUp
+        flen, pos = _varint(record, 1, end)
+        if pos + flen != end:
+            raise _GiveUp
+        while pos < end:
+            if record[pos] != 0x0A:
+                raise _GiveUp
+            elen, pos = _varint(record, pos + 1, end)
+            eend = pos + elen
+            if eend > end or pos >= eend or record[pos] != 0x0A:
+                raise _GiveUp
+            klen, pos = _varint(record, pos + 1, eend)
+            try:
+                key = record[pos : pos + klen].decode("utf-8")
+            except UnicodeDecodeError:
+                raise _GiveUp from None
+            pos += klen
+            if pos >= eend or record[pos] != 0x12 or key in regions:
+                raise _GiveUp
+            vlen, pos = _varint(record, pos + 1, eend)
+            if pos + vlen != eend:
+                raise _GiveUp
+            if vlen == 0:
+                regions[key] = (None, [])
+                continue
+            kind = _TAG_KIND.get(record[pos])
+            if kind is None:
+                raise _GiveUp
+            llen, pos = _varint(record, pos + 1, eend)
+            lend = pos + llen
+            if lend != eend:
+                raise _GiveUp
+            items: list[tuple[int, int]] = []
+            while pos < lend:
+                if record[pos] != 0x0A:
+                    raise _GiveUp  # unpacked values, or another field
+                ilen, pos = _varint(record, pos + 1, lend)
+                if pos + ilen > lend:
+                    raise _GiveUp
+                items.append((pos, ilen))
+                is_value[pos : pos + ilen] = True
+                pos += ilen
+            if kind != "bytes_list" and len(items) > 1:
+                raise _GiveUp  # several packed chunks
+            if kind == "float_list" and items and items[0][1] % 4:
+                raise _GiveUp
+            regions[key] = (kind, items)
+    struct = np.flatnonzero(~is_value)
+    template = np.frombuffer(record, dtype=np.uint8)[struct]
+    return _Layout(end, struct, template, regions)
+
+
+def _layout_columns(
+    rows: np.ndarray, layout: _Layout, needed: Mapping[str, DType]
+) -> Optional[dict[str, FastColumn]]:
+    """Columns of ``rows`` (records of one layout, one per row of a 2-D uint8 array)."""
+    g = len(rows)
+    cols: dict[str, FastColumn] = {}
+    for name, dtype in needed.items():
+        kind, items = layout.regions.get(name, (None, []))
+        if kind is None:
+            empty = np.zeros(0, dtype=object if dtype is string else dtype.np_dtype)
+            cols[name] = FastColumn(np.zeros(g, bool), np.zeros(g, np.int64), empty)
+            continue
+        if _KIND_DTYPE[kind] is not dtype:
+            raise _GiveUp  # a dtype mismatch: the generic path reports it exactly
+        present = np.ones(g, dtype=bool)
+        if kind == "bytes_list":
+            per_item: list[list[Any]] = []
+            for start, length in items:
+                if length == 0:
+                    per_item.append([b""] * g)
+                else:
+                    block = np.ascontiguousarray(rows[:, start : start + length])
+                    per_item.append(block.view(np.dtype((np.void, length))).ravel().tolist())
+            values = np.empty(g * len(items), dtype=object)
+            for j, item_values in enumerate(per_item):
+                values[j :: len(items)] = item_values
+            cols[name] = FastColumn(present, np.full(g, len(items), np.int64), values)
+            continue
+        if not items:
+            empty = np.zeros(0, dtype=dtype.np_dtype)
+            cols[name] = FastColumn(present, np.zeros(g, np.int64), empty)
+            continue
+        start, length = items[0]
+        block = np.ascontiguousarray(rows[:, start : start + length])
+        if kind == "float_list":
+            floats = block.view("<f4").astype(np.float32, copy=False).reshape(-1)
+            cols[name] = FastColumn(present, np.full(g, length // 4, np.int64), floats)
+        elif block.size == 0 or int(block.max()) < 0x80:
+            ints = block.astype(np.int64).reshape(-1)  # every varint is one byte
+            cols[name] = FastColumn(present, np.full(g, length, np.int64), ints)
+        else:
+            decoded = _decode_packed_varints(block.reshape(-1), np.full(g, length, np.int64))
+            if decoded is None:
+                return None
+            cols[name] = FastColumn(present, decoded[1], decoded[0])
+    return cols
+
+
+def _layout_group(
+    records: Sequence[bytes],
+    data: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    group: np.ndarray,
+    needed: Mapping[str, DType],
+) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
+    """Handle the records of ``group`` (equal lengths) that follow the first one's layout."""
+    layout = _layout(records[int(group[0])])
+    width = layout.length
+    if len(group) == len(records) and width:
+        rows = data[: len(records) * width].reshape(len(records), width)  # no copy
+    else:
+        rows = data[starts[group][:, None] + np.arange(width)]
+    ok = (rows[:, layout.struct] == layout.template).all(axis=1)
+    if not ok.all():
+        rows = rows[ok]
+    cols = _layout_columns(rows, layout, needed)
+    if cols is None:
+        return None
+    return group[ok], cols
+
+
 def extract(
     records: Sequence[bytes], needed: Mapping[str, DType]
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
@@ -413,24 +566,40 @@ def extract(
     starts = ends - lengths
     handled = np.zeros(n, dtype=bool)
     parts: list[tuple[np.ndarray, dict[str, FastColumn]]] = []
-    remaining = np.arange(n)
-    for _ in range(MAX_TEMPLATES):
-        if len(remaining) == 0:
+    # 1. Records of the first record's length that share its layout: whole columns
+    #    at once from a 2-D view.
+    group = np.flatnonzero(lengths == lengths[0])
+    if len(group) * 2 >= n:
+        try:
+            found = _layout_group(records, data, starts, lengths, group, needed)
+        except _GiveUp:
+            found = None
+        if found is not None and len(found[0]):
+            handled[found[0]] = True
+            parts.append(found)
+    # 2. The rest: lockstep walks along up to MAX_TEMPLATES templates. A record that
+    #    cannot serve as a template (or does not fit its own) is left to the generic
+    #    path and the next one is tried.
+    remaining = np.flatnonzero(~handled)
+    for _ in range(2 * MAX_TEMPLATES):
+        if len(remaining) == 0 or len(parts) > MAX_TEMPLATES:
             break
         first = int(remaining[0])
         try:
             entries = _template(records[first])
             ok, cols = _run_template(data, buf, starts[remaining], ends[remaining], entries, needed)
         except _GiveUp:
-            break
+            ok = np.zeros(len(remaining), dtype=bool)
         if not ok[0]:
-            break  # the template does not even fit its own record
+            remaining = remaining[1:]
+            continue
         idx = remaining[ok]
         handled[idx] = True
         parts.append((idx, cols))
         remaining = remaining[~ok]
     if not parts:
         return None
+    parts.sort(key=lambda part: int(part[0][0]) if len(part[0]) else n)
     return handled, _merge(parts, handled, needed)
 
 

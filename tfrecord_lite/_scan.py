@@ -114,6 +114,7 @@ def scan(
     bad_at = n  # index of the first bad record
     problem: Optional[str] = None
     mv = memoryview(buf)
+    records = _copy(buf, mv, starts, lengths)
     if verify and n:
         data = np.frombuffer(buf, dtype=np.uint8)
         s = np.asarray(starts, dtype=np.int64)
@@ -130,14 +131,8 @@ def scan(
             problem = "header"
         m = bad_at
         if m:
-            crcs = np.fromiter(
-                (
-                    crc32c(mv[a + HEADER_SIZE : a + HEADER_SIZE + b])
-                    for a, b in zip(starts[:m], lengths[:m])
-                ),
-                dtype=np.uint64,
-                count=m,
-            )
+            # The CRC of each record's data, taken from the bytes objects handed out.
+            crcs = np.fromiter(map(crc32c, records[:m] if m < n else records), np.uint64, m)
             foot = s[:m] + HEADER_SIZE + ln[:m].astype(np.int64)
             stored = data[foot[:, None] + np.arange(4)].copy().view("<u4")[:, 0].astype(np.uint64)
             bad = np.flatnonzero(_masked(crcs) != stored)
@@ -153,11 +148,11 @@ def scan(
         if not _header_ok(buf, stop):
             bad_at, problem = n, "header"
     if problem is None and claim:
-        return Scan(_copy(buf, mv, starts, lengths), stop, "claim", need)
+        return Scan(records, stop, "claim", need)
     if problem is not None:
         consumed = starts[bad_at] if bad_at < n else stop
-        return Scan(_copy(buf, mv, starts[:bad_at], lengths[:bad_at]), consumed, problem, need)
-    return Scan(_copy(buf, mv, starts, lengths), stop, None, need)
+        return Scan(records[:bad_at], consumed, problem, need)
+    return Scan(records, stop, None, need)
 
 
 def _copy(buf: Buffer, mv: memoryview, starts: list[int], lengths: list[int]) -> list[bytes]:

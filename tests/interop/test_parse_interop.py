@@ -16,9 +16,12 @@ go through ``tf.io.parse_example`` / ``parse_single_example`` /
   ``tfr.encode_example`` when it exists, hand-written wire bytes with unpacked
   lists or merged duplicate keys): both parsers read each the same.
 
-Deliberate differences are not generated here, but asserted in their own tests
-at the bottom (TensorFlow returns garbage or crashes; we validate or return
-sane values). The case counts are printed (``-s``) and written to
+Inputs where TensorFlow is known to crash (SIGSEGV on an unpacked float list
+longer than a FixedLenFeature; SIGFPE on a 0-size FixedLenSequenceFeature) are
+not generated. Where a corrupted input fails only our validation (ragged
+partitions, sparse indices: TensorFlow returns malformed tensors) the case is
+counted as deliberate; the other deliberate differences have their own tests at
+the bottom. The case counts are printed (``-s``) and written to
 ``$TFR_INTEROP_COUNTS`` when that is set.
 """
 
@@ -67,7 +70,10 @@ def rand_values(rng: random.Random, kind: str, n: int) -> list[Any]:
     if kind == "f":
         return [float(np.float32(rng.uniform(-10, 10))) for _ in range(n)]
     pool = [b"", b"a", b"\x00", b"ab\x00\x00", "é".encode(), bytes(range(256))]
-    return [rng.choice(pool) if rng.random() < 0.4 else rng.randbytes(rng.randint(0, 5)) for _ in range(n)]
+    return [
+        rng.choice(pool) if rng.random() < 0.4 else rng.randbytes(rng.randint(0, 5))
+        for _ in range(n)
+    ]
 
 
 # A record is {key: None | (kind, [values])}; None is an empty Feature().
@@ -350,6 +356,14 @@ def both(
     return our_res, tf_res
 
 
+def count_spec(spec: Any, where: str = "") -> None:
+    COUNTS[f"spec{where}: {type(spec).__name__}"] += 1
+    for p in getattr(spec, "partitions", ()):
+        COUNTS[f"spec{where}: RaggedFeature partition {type(p).__name__}"] += 1
+    if len(getattr(spec, "partitions", ())) > 1:
+        COUNTS[f"spec{where}: RaggedFeature nested partitions"] += 1
+
+
 # --------------------------------------------------------------------------- Example schemas
 
 
@@ -441,7 +455,13 @@ def var_len(rng: random.Random, key: str) -> Spec:
             return {key: None}
         return {key: (kind, rand_values(r, kind, r.randint(0, 4)))}
 
-    return Spec(key, tf.io.VarLenFeature(TF_DT[kind]), tfr.VarLenFeature(OUR_DT[kind]), make, [retype(key, kind)])
+    return Spec(
+        key,
+        tf.io.VarLenFeature(TF_DT[kind]),
+        tfr.VarLenFeature(OUR_DT[kind]),
+        make,
+        [retype(key, kind)],
+    )
 
 
 def fixed_len_seq(rng: random.Random, key: str) -> Spec:
@@ -466,7 +486,9 @@ def fixed_len_seq(rng: random.Random, key: str) -> Spec:
 
     return Spec(
         key,
-        tf.io.FixedLenSequenceFeature(shape, TF_DT[kind], allow_missing=True, default_value=default),
+        tf.io.FixedLenSequenceFeature(
+            shape, TF_DT[kind], allow_missing=True, default_value=default
+        ),
         tfr.FixedLenSequenceFeature(shape, OUR_DT[kind], allow_missing=True, default_value=default),
         make,
         [retype(key, kind), bad_stride],
@@ -495,13 +517,20 @@ def sparse(rng: random.Random, key: str, fresh: Callable[[], str]) -> Spec:
         return rec
 
     tf_spec = tf.io.SparseFeature(
-        ikeys if ndim > 1 else ikeys[0], vkey, TF_DT[kind], sizes if ndim > 1 else sizes[0],
+        ikeys if ndim > 1 else ikeys[0],
+        vkey,
+        TF_DT[kind],
+        sizes if ndim > 1 else sizes[0],
         already_sorted=already_sorted,
     )
     our_spec = tfr.SparseFeature(
-        ikeys if ndim > 1 else ikeys[0], vkey, OUR_DT[kind], sizes if ndim > 1 else sizes[0],
+        ikeys if ndim > 1 else ikeys[0],
+        vkey,
+        OUR_DT[kind],
+        sizes if ndim > 1 else sizes[0],
         already_sorted=already_sorted,
     )
+
     def miscount(r: random.Random, rec: Record) -> Optional[Record]:
         k = r.choice(ikeys)
         v = rec.get(k)
@@ -582,11 +611,16 @@ def ragged(rng: random.Random, key: str, fresh: Callable[[], str]) -> Spec:
     corrupt = [retype(vkey, kind), bad_partition]
     # validate=True so TensorFlow checks partitions (we always do).
     tf_spec = tf.io.RaggedFeature(
-        TF_DT[kind], value_key=vkey, partitions=[tf_part(p) for p in parts],
-        row_splits_dtype=getattr(tf, splits_dtype), validate=True,
+        TF_DT[kind],
+        value_key=vkey,
+        partitions=[tf_part(p) for p in parts],
+        row_splits_dtype=getattr(tf, splits_dtype),
+        validate=True,
     )
     our_spec = tfr.RaggedFeature(
-        OUR_DT[kind], value_key=vkey, partitions=[our_part(p) for p in parts],
+        OUR_DT[kind],
+        value_key=vkey,
+        partitions=[our_part(p) for p in parts],
         row_splits_dtype=splits_dtype,
     )
     return Spec(key, tf_spec, our_spec, make, corrupt)
@@ -646,6 +680,8 @@ def test_parse_example_matches_tensorflow(seed: int) -> None:
     encoded = [serialize_example(rng, r, unpacked=bad is None) for r in records]
     for how, _ in encoded:
         COUNTS[f"encoding: {how}"] += 1
+    for sp in specs:
+        count_spec(sp.our_spec)
     data = [d for _, d in encoded]
     tf_specs = {s.name: s.tf_spec for s in specs}
     our_specs = {s.name: s.our_spec for s in specs}
@@ -661,8 +697,8 @@ def test_parse_example_matches_tensorflow(seed: int) -> None:
     for i, rec in enumerate(data):
         ours1, theirs1 = both(
             "parse_single_example",
-            lambda rec=rec: tf.io.parse_single_example(rec, tf_specs),  # type: ignore[misc]
-            lambda rec=rec: tfr.parse_single_example(rec, our_specs),  # type: ignore[misc]
+            lambda rec=rec: tf.io.parse_single_example(rec, tf_specs),
+            lambda rec=rec: tfr.parse_single_example(rec, our_specs),
             i == bad,
         )
         if theirs1 is not None:
@@ -672,7 +708,11 @@ def test_parse_example_matches_tensorflow(seed: int) -> None:
 # --------------------------------------------------------------------------- SequenceExample
 
 
-def sequence_case(seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], list[bytes], Optional[int]]:
+def sequence_case(
+    seed: int,
+) -> tuple[
+    dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], list[bytes], Optional[int]
+]:
     rng = random.Random(10_000 + seed)
     counter = iter(range(1000))
 
@@ -684,7 +724,11 @@ def sequence_case(seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
         t = rng.choice(["fixed", "var", "ragged"])
         key = fresh()
         ctx_specs.append(
-            fixed_len(rng, key, True) if t == "fixed" else var_len(rng, key) if t == "var" else ragged(rng, key, fresh)
+            fixed_len(rng, key, True)
+            if t == "fixed"
+            else var_len(rng, key)
+            if t == "var"
+            else ragged(rng, key, fresh)
         )
     # Sequence features: (name, value key, kind, spec type, shape, allow_missing)
     seq: list[tuple[str, str, str, str, list[int], bool]] = []
@@ -715,7 +759,7 @@ def sequence_case(seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
         for s in ctx_specs:
             ctx.update(s.make(rng))
         lists: dict[str, list[Any]] = {}
-        for key, vkey, kind, t, shape, allow in seq:
+        for _key, vkey, kind, t, shape, allow in seq:
             if (allow or t != "flsf") and rng.random() < 0.2:
                 continue
             steps: list[Any] = []
@@ -723,7 +767,11 @@ def sequence_case(seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
                 if t == "flsf":
                     steps.append((kind, rand_values(rng, kind, math.prod(shape))))
                 else:
-                    steps.append(None if rng.random() < 0.15 else (kind, rand_values(rng, kind, rng.randint(0, 3))))
+                    steps.append(
+                        None
+                        if rng.random() < 0.15
+                        else (kind, rand_values(rng, kind, rng.randint(0, 3)))
+                    )
             lists[vkey] = steps
         recs.append((ctx, lists))
     bad: Optional[int] = None
@@ -743,7 +791,9 @@ def sequence_case(seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
                 wk = wrong_kind(kind, rng)
                 steps.insert(rng.randint(0, len(steps)), (wk, rand_values(rng, wk, 1)))
             elif what == "stepcount" and t == "flsf":
-                steps.insert(rng.randint(0, len(steps)), (kind, rand_values(rng, kind, math.prod(shape) + 1)))
+                steps.insert(
+                    rng.randint(0, len(steps)), (kind, rand_values(rng, kind, math.prod(shape) + 1))
+                )
             elif what == "droplist" and t == "flsf" and not allow:
                 lists = {k: v for k, v in lists.items() if k != vkey}
                 recs[i] = (ctx, lists)
@@ -758,6 +808,10 @@ def sequence_case(seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
 @pytest.mark.parametrize("seed", range(N_SEQUENCE_CASES))
 def test_parse_sequence_example_matches_tensorflow(seed: int) -> None:
     tf_c, our_c, tf_s, our_s, data, bad = sequence_case(seed)
+    for spec in our_c.values():
+        count_spec(spec, " (context)")
+    for spec in our_s.values():
+        count_spec(spec, " (feature_lists)")
     names = [f"seq{i}" for i in range(len(data))] if seed % 3 == 0 else None
     ours, theirs = both(
         "parse_sequence_example",
@@ -771,8 +825,8 @@ def test_parse_sequence_example_matches_tensorflow(seed: int) -> None:
     for i, rec in enumerate(data):
         ours1, theirs1 = both(
             "parse_single_sequence_example",
-            lambda rec=rec: tf.io.parse_single_sequence_example(rec, tf_c, tf_s),  # type: ignore[misc]
-            lambda rec=rec: tfr.parse_single_sequence_example(rec, our_c, our_s),  # type: ignore[misc]
+            lambda rec=rec: tf.io.parse_single_sequence_example(rec, tf_c, tf_s),
+            lambda rec=rec: tfr.parse_single_sequence_example(rec, our_c, our_s),
             i == bad,
         )
         if theirs1 is not None:
@@ -790,7 +844,9 @@ def test_tf_examples_parse_identically() -> None:
         rec: Record = {}
         for k in range(rng.randint(0, 5)):
             kind = rng.choice(KINDS)
-            rec[f"f{k}"] = None if rng.random() < 0.15 else (kind, rand_values(rng, kind, rng.randint(0, 4)))
+            rec[f"f{k}"] = (
+                None if rng.random() < 0.15 else (kind, rand_values(rng, kind, rng.randint(0, 4)))
+            )
         ex = tf.train.Example()
         for k, v in rec.items():
             ex.features.feature[k].CopyFrom(tf_feature(v))
@@ -802,7 +858,11 @@ def test_tf_examples_parse_identically() -> None:
         our_specs = {k: tfr.VarLenFeature(OUR_DT[v[0] if v else "i"]) for k, v in rec.items()}
         if not rec:
             continue
-        same_dict(tfr.parse_single_example(data, our_specs), tf.io.parse_single_example(data, tf_specs), "tf bytes")
+        same_dict(
+            tfr.parse_single_example(data, our_specs),
+            tf.io.parse_single_example(data, tf_specs),
+            "tf bytes",
+        )
         COUNTS["cross: tf-serialized example"] += 1
 
 
@@ -825,7 +885,11 @@ def test_our_examples_parse_identically_in_tensorflow() -> None:
         our_specs = {k: tfr.VarLenFeature(OUR_DT[v[0]]) for k, v in rec.items() if v}
         for data in blobs:
             assert tf.train.Example.FromString(data) == tf.train.Example.FromString(blobs[0])
-            same_dict(tfr.parse_example([data], our_specs), tf.io.parse_example([data], tf_specs), "our bytes")
+            same_dict(
+                tfr.parse_example([data], our_specs),
+                tf.io.parse_example([data], tf_specs),
+                "our bytes",
+            )
             COUNTS["cross: our-serialized example"] += 1
 
 
@@ -847,7 +911,9 @@ def test_deliberate_bad_partitions_validated() -> None:
     spec = tf.io.RaggedFeature(tf.int64, "v", [tf.io.RaggedFeature.RowSplits("s")])
     tf.io.parse_example([data], {"r": spec})  # no error in TensorFlow
     with pytest.raises(tfr.ParseError, match="Key: r"):
-        tfr.parse_example([data], {"r": tfr.RaggedFeature(tfr.int64, "v", [tfr.RaggedFeature.RowSplits("s")])})
+        tfr.parse_example(
+            [data], {"r": tfr.RaggedFeature(tfr.int64, "v", [tfr.RaggedFeature.RowSplits("s")])}
+        )
 
 
 def test_deliberate_sparse_index_out_of_range() -> None:

@@ -31,10 +31,9 @@ from typing import Any, Optional
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-warnings.filterwarnings("ignore", category=DeprecationWarning)
-
 tf = pytest.importorskip("tensorflow")
 tf.get_logger().setLevel("ERROR")
+warnings.filterwarnings("ignore", message=".*tf_record_iterator.*")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -494,10 +493,10 @@ def _variants_cut(data: bytes) -> Iterator[tuple[str, bytes]]:
 
 def _variants_flip(data: bytes) -> Iterator[tuple[str, bytes]]:
     for pos in range(len(data)):
-        for bit in (0x01, 0x80):
-            b = bytearray(data)
-            b[pos] ^= bit
-            yield f"flip{pos}^{bit:#x}", bytes(b)
+        bit = 1 << (pos * 3 % 8)  # a different bit from byte to byte
+        b = bytearray(data)
+        b[pos] ^= bit
+        yield f"flip{pos}^{bit:#x}", bytes(b)
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
@@ -538,7 +537,7 @@ def test_damaged_record_content_same_verdict(tmp_path: Path, compression: str) -
     path = tmp_path / "damaged.tfrecord"
     for pos in range(len(plain)):
         b = bytearray(plain)
-        b[pos] ^= 0x04
+        b[pos] ^= 1 << (pos * 5 % 8)
         path.write_bytes(pack(bytes(b)))
         assert_same_verdict(path, compression, written)
     for end in range(len(plain)):
