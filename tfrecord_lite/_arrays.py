@@ -198,7 +198,8 @@ def concat_parsed(
             padded = []
             for a in arrays:
                 if a.shape[1] < rows:
-                    pad = np.full((a.shape[0], rows - a.shape[1], *a.shape[2:]), fill, a.dtype)
+                    pad = np.empty((a.shape[0], rows - a.shape[1], *a.shape[2:]), a.dtype)
+                    pad.fill(fill)  # not np.full: it would strip a bytes fill's trailing NULs
                     a = np.concatenate([a, pad], axis=1)
                 padded.append(a)
             out[key] = np.concatenate(padded)

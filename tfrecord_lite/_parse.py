@@ -17,10 +17,33 @@ spec's output from its columns with whole-array NumPy operations. Only the
 extract step looks at records one by one, and it can be replaced by a faster
 extractor without changing the results.
 
-Differences from TensorFlow, on purpose: values are always validated (ragged
-partitions, sparse indices), where TensorFlow's ``validate=False`` may return
-garbage; and packed and unpacked encodings of a list may be mixed in one record
-(standard protobuf rules), which TensorFlow's fast parser rejects.
+Error messages start with TensorFlow's own wording (``Name: <name>, Key: k, Index: i.
+...`` in a batch, ``Key: k.  ...`` for one record); :class:`ParseError` then adds
+``(record N)``. ``tests/interop/test_parse_interop.py`` checks all of this against
+TensorFlow 2.21.
+
+Differences from TensorFlow, on purpose:
+
+* ragged partitions and sparse indices are always validated: TensorFlow's
+  ``RaggedFeature(validate=False)`` and ``SparseFeature`` return malformed tensors
+  for bad ones (even ``validate=True`` misses partitions that leave a record's
+  values uncovered in a batch);
+* packed and unpacked chunks of one list may be mixed, and every packed chunk
+  counts (standard protobuf rules; TensorFlow's fast parser rejects the mix and
+  keeps only the first packed chunk);
+* an empty ``Feature()`` after a value for the same key (concatenated Examples)
+  replaces it, so the key is missing (protobuf's last-wins); TensorFlow keeps the
+  earlier value;
+* a missing ``RowSplits`` feature is no rows in ``parse_single_example`` too
+  (TensorFlow's batch parse agrees; its single-example parse fails);
+* ``UniformRowLength(0)`` over no values is 0 rows (TensorFlow: one empty row for
+  one record, a division by zero for a batch); a ``FixedLenSequenceFeature`` with
+  a 0-size shape is 0 rows (TensorFlow crashes);
+* ``RaggedFeature`` partitions are not supported in ``sequence_features``
+  (``ValueError``);
+* allowed where TensorFlow raises ``ValueError``: a ``default_value`` for a
+  ``FixedLenSequenceFeature`` in ``sequence_features``, a ``SparseFeature`` in
+  ``context_features``, one key read by several specs (with the same dtype).
 """
 
 from __future__ import annotations
