@@ -192,9 +192,10 @@ def concat_parsed(
         elif isinstance(spec, FixedLenSequenceFeature):
             arrays: list[np.ndarray] = parts  # type: ignore[assignment]
             rows = max(a.shape[1] for a in arrays)
-            fill: Any = spec.default_value
-            if fill is None:
-                fill = b"" if spec.dtype is string else 0
+            if spec.default_value is None:
+                fill: Any = b"" if spec.dtype is string else 0
+            else:
+                fill = np.asarray(spec.default_value).reshape(()).item()
             padded = []
             for a in arrays:
                 if a.shape[1] < rows:
