@@ -27,18 +27,11 @@ import numpy as np
 from . import example_pb2
 from ._crc import crc_backend
 from ._errors import DataLossError, ParseError, TFRecordError
-from ._infer import FeatureStats, Schema, _collect, _mixed, infer_schema
+from ._infer import FeatureStats, add_records, infer_schema, schema_from_stats
 from ._io import TFRecordWriter
 from ._paths import expand_paths, shard_name
 from ._progress import Progress, progress
 from ._recover import Damage, Record, SalvageInfo, salvage_file
-from ._schema import (
-    FeatureSpec,
-    FixedLenFeature,
-    FixedLenSequenceFeature,
-    VarLenFeature,
-    dtype_of_kind,
-)
 from ._version import __version__
 
 __all__ = ["main"]
@@ -123,8 +116,8 @@ def _damage_line(item: Damage, path: str, compressed: bool) -> str:
             line += f"; skipped it, reading on at {at}"
         else:
             line += (
-                f"; reading on at the next valid record header, {at} "
-                "(records in between are lost; later record numbers are counts)"
+                f"; reading on at the next valid record, {at} "
+                "(records may have been lost: record numbers from here on are counts)"
             )
     return line
 
@@ -163,45 +156,6 @@ def _records(
 
 
 # --------------------------------------------------------------------------- info
-
-
-def _schema_from_stats(
-    stats: dict[str, FeatureStats], seq_stats: dict[str, FeatureStats], n: int
-) -> Schema:
-    """The feature dict :func:`infer_schema` would give for these statistics."""
-    features: dict[str, FeatureSpec] = {}
-    for key in sorted(stats):
-        st = stats[key]
-        kinds = {k for k in st.kinds if k is not None}
-        if len(kinds) > 1:
-            raise _mixed(key, st)
-        if not kinds:
-            continue
-        dtype = dtype_of_kind(kinds.pop())
-        if st.present == n and not st.kinds.get(None, 0) and st.fixed and st.max_count:
-            count = int(st.max_count)
-            features[key] = FixedLenFeature([] if count == 1 else [count], dtype)
-        else:
-            features[key] = VarLenFeature(dtype)
-    sequence: dict[str, FeatureSpec] = {}
-    for key in sorted(seq_stats):
-        st = seq_stats[key]
-        kinds = {k for k in st.kinds if k is not None}
-        if len(kinds) > 1:
-            raise _mixed(key, st)
-        if not kinds:
-            continue
-        dtype = dtype_of_kind(kinds.pop())
-        if st.fixed and st.max_count and not st.kinds.get(None, 0):
-            count = int(st.max_count)
-            sequence[key] = FixedLenSequenceFeature(
-                [] if count == 1 else [count], dtype, allow_missing=st.present < n
-            )
-        else:
-            sequence[key] = VarLenFeature(dtype)
-    return Schema(
-        features, sequence_features=sequence, stats=stats, sequence_stats=seq_stats, records=n
-    )
 
 
 def _span(lo: Optional[int], hi: Optional[int]) -> str:
@@ -281,7 +235,7 @@ def cmd_info(args: argparse.Namespace, ctx: _Ctx) -> int:
                 if sample is not None and parsed + not_examples >= sample:
                     continue
                 try:
-                    _collect([item.data], stats, seq_stats)
+                    add_records([item.data], stats, seq_stats)
                     parsed += 1
                 except ParseError:
                     not_examples += 1
@@ -334,7 +288,7 @@ def _info_report(
         report["schema"] = None
     else:
         try:
-            schema = _schema_from_stats(stats, seq_stats, parsed)
+            schema = schema_from_stats(stats, seq_stats, parsed)
         except ParseError as e:
             report["record_type"] = "SequenceExample" if seq_stats else "Example"
             report["schema"] = None
@@ -936,16 +890,12 @@ def cmd_from_images(args: argparse.Namespace, ctx: _Ctx) -> int:
         f.write("".join(name + "\n" for name in folder.classes))
     if not ctx.quiet:
         where = paths[0] if len(paths) == 1 else f"{paths[0]} ... {paths[-1]}"
-        print(
-            f"wrote {_plural(written, 'image')} of {_plural(len(folder.classes), 'class', 'classes')} "
-            f"to {where} and {labels_path}"
-            + (
-                f"; {_plural(len(skipped), 'file')} could not be decoded and "
-                f"{'was' if len(skipped) == 1 else 'were'} skipped"
-                if skipped
-                else ""
-            )
-        )
+        classes = _plural(len(folder.classes), "class", "classes")
+        note = ""
+        if skipped:
+            verb = "was" if len(skipped) == 1 else "were"
+            note = f"; {_plural(len(skipped), 'file')} could not be decoded and {verb} skipped"
+        print(f"wrote {_plural(written, 'image')} of {classes} to {where} and {labels_path}{note}")
     if written == 0:
         print(f"{PROG}: error: no image could be read from {args.dir!r}", file=sys.stderr)
         return EXIT_DATA

@@ -41,7 +41,14 @@ from ._schema import (
     dtype_of_kind,
 )
 
-__all__ = ["FeatureStats", "Schema", "infer_schema"]
+__all__ = [
+    "FeatureStats",
+    "Schema",
+    "add_records",
+    "collect_stats",
+    "infer_schema",
+    "schema_from_stats",
+]
 
 #: Records read by default.
 DEFAULT_SAMPLE = 1000
@@ -211,7 +218,7 @@ def collect_stats(
     seq_stats: dict[str, FeatureStats] = {}
     records = _records(source, compression)
     try:
-        n = _collect(itertools.islice(records, sample), stats, seq_stats)
+        n = add_records(itertools.islice(records, sample), stats, seq_stats)
     finally:
         close = getattr(records, "close", None)
         if close is not None:
@@ -219,7 +226,7 @@ def collect_stats(
     return stats, seq_stats, n
 
 
-def _collect(
+def add_records(
     records: Iterable[bytes], stats: dict[str, FeatureStats], seq_stats: dict[str, FeatureStats]
 ) -> int:
     """Add every record's features to the stats; return how many records there were."""
@@ -278,37 +285,50 @@ def infer_schema(
     if sample is not None and sample <= 0:
         raise ValueError(f"sample must be a positive number of records, got {sample}")
     stats, seq_stats, n = collect_stats(source, sample, compression)
+    return schema_from_stats(stats, seq_stats, n)
+
+
+def _spec_for(key: str, st: FeatureStats, n: int, sequence: bool) -> Optional[FeatureSpec]:
+    """The spec one key's statistics call for; None when its dtype is unknown."""
+    kinds = {k for k in st.kinds if k is not None}
+    if len(kinds) > 1:
+        raise _mixed(key, st)
+    if not kinds:
+        return None
+    dtype = dtype_of_kind(kinds.pop())
+    if st.fixed and st.max_count and not st.kinds.get(None, 0):
+        shape = [] if st.max_count == 1 else [int(st.max_count)]
+        if sequence:
+            return FixedLenSequenceFeature(shape, dtype, allow_missing=st.present < n)
+        if st.present == n:
+            return FixedLenFeature(shape, dtype)
+    return VarLenFeature(dtype)
+
+
+def schema_from_stats(
+    stats: dict[str, FeatureStats], seq_stats: dict[str, FeatureStats], records: int
+) -> Schema:
+    """The :class:`Schema` that statistics from :func:`collect_stats` call for.
+
+    A key present in all ``records`` with one value count becomes a
+    ``FixedLenFeature`` (a ``FixedLenSequenceFeature`` for feature lists with one
+    count per step); anything else a ``VarLenFeature``. Keys that only ever held an
+    empty ``Feature()`` are left out.
+    """
     features: dict[str, FeatureSpec] = {}
     for key in sorted(stats):
-        st = stats[key]
-        kinds = {k for k in st.kinds if k is not None}
-        if len(kinds) > 1:
-            raise _mixed(key, st)
-        if not kinds:
-            continue
-        dtype = dtype_of_kind(kinds.pop())
-        empties = st.kinds.get(None, 0)
-        if st.present == n and not empties and st.fixed and st.max_count:
-            count = int(st.max_count)
-            features[key] = FixedLenFeature([] if count == 1 else [count], dtype)
-        else:
-            features[key] = VarLenFeature(dtype)
+        spec = _spec_for(key, stats[key], records, sequence=False)
+        if spec is not None:
+            features[key] = spec
     sequence: dict[str, FeatureSpec] = {}
     for key in sorted(seq_stats):
-        st = seq_stats[key]
-        kinds = {k for k in st.kinds if k is not None}
-        if len(kinds) > 1:
-            raise _mixed(key, st)
-        if not kinds:
-            continue
-        dtype = dtype_of_kind(kinds.pop())
-        if st.fixed and st.max_count and not st.kinds.get(None, 0):
-            count = int(st.max_count)
-            sequence[key] = FixedLenSequenceFeature(
-                [] if count == 1 else [count], dtype, allow_missing=st.present < n
-            )
-        else:
-            sequence[key] = VarLenFeature(dtype)
+        spec = _spec_for(key, seq_stats[key], records, sequence=True)
+        if spec is not None:
+            sequence[key] = spec
     return Schema(
-        features, sequence_features=sequence, stats=stats, sequence_stats=seq_stats, records=n
+        features,
+        sequence_features=sequence,
+        stats=stats,
+        sequence_stats=seq_stats,
+        records=records,
     )
