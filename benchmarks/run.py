@@ -331,7 +331,15 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         "crc_backend": tfr.crc_backend(),
         "crc_backends_available": tfr.available_crc_backends(),
         "args": " ".join(sys.argv[1:]),
+        "load_average": _load(),
     }
+
+
+def _load() -> Optional[str]:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
+    except OSError:
+        return None
 
 
 def render(report: dict[str, Any]) -> str:
@@ -504,6 +512,11 @@ def render(report: dict[str, Any]) -> str:
     add("")
     for key in ("python", "platform", "cpu", "cpus", "cpus_usable", "memory"):
         add(f"- {key}: {env[key]}")
+    add(
+        f"- load average at the start: {report['load_start'] or '?'}; at the end: "
+        f"{env['load_average'] or '?'} (other work on the machine slows every column alike, "
+        "but widens the min – max spread)"
+    )
     add(f"- protobuf implementation: {env['protobuf_implementation']}")
     add(
         f"- tfrecord_lite CRC backend: {env['crc_backend']} "
@@ -515,10 +528,13 @@ def render(report: dict[str, Any]) -> str:
     add("")
     add(
         "Tasks and implementations are in `benchmarks/tasks.py`, data generation in "
-        "`benchmarks/data.py`. TensorFlow's parse column is its best `tf.data` pipeline "
-        "(`TFRecordDataset(...).batch(1024).map(parse_example)`, with and without "
-        "`prefetch(AUTOTUNE)` and `num_parallel_calls=AUTOTUNE`); the raw-read ratio is "
-        "against `tf.compat.v1.io.tf_record_iterator`, as the target says. The write task "
+        "`benchmarks/data.py`. Where an implementation has several variants (see the table "
+        "above) its column shows its best median: for TensorFlow's parse tasks that is the "
+        "best `tf.data` pipeline (`TFRecordDataset(...).batch(1024).map(parse_example)`, with "
+        "and without `prefetch(AUTOTUNE)` and `num_parallel_calls=AUTOTUNE`), for ours the "
+        "best of `batch(1024)` + `parse_example` and the dataset's own `parse(...).batch(1024)` "
+        "(with and without `prefetch`). Raw reads are compared with "
+        "`tf.compat.v1.io.tf_record_iterator`, as the targets say. The write task "
         "starts from NumPy arrays (784-byte uint8 images, int64 labels, int64 dims) and "
         "includes building each record. Each run's counts and checksums (records, payload "
         "bytes or label sums) are checked against the data manifest."
@@ -557,6 +573,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
+    load_start = _load()
     manifest = data.prepare(args.quick, args.data_dir, log=log)
     task_names = [t for t in TASKS if not args.tasks or t in args.tasks]
     columns = [
@@ -617,6 +634,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     report = {
         "environment": environment(args),
         "elapsed_s": time.perf_counter() - start,
+        "load_start": load_start,
         "reps": args.reps,
         "quick": args.quick,
         "tasks": task_names,

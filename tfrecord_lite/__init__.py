@@ -46,6 +46,7 @@ from ._errors import (
     CorruptRecordError,
     DataLossError,
     ParseError,
+    RecordTooLargeError,
     TFRecordError,
     TruncatedRecordError,
 )
@@ -87,6 +88,7 @@ from ._parse import (
     parse_single_sequence_example,
 )
 from ._paths import expand_paths, shard_name
+from ._recover import SkippedDataWarning, SkipReport, find_next_record
 from ._schema import (
     DType,
     FixedLenFeature,
@@ -127,8 +129,11 @@ __all__ = [
     "RaggedValue",
     "RandomAccessError",
     "RecordDecoder",
+    "RecordTooLargeError",
     "Schema",
     "ShardedWriter",
+    "SkipReport",
+    "SkippedDataWarning",
     "SparseFeature",
     "SparseValue",
     "StaleIndexError",
@@ -160,6 +165,7 @@ __all__ = [
     "encode_sequence_example",
     "expand_paths",
     "find_index",
+    "find_next_record",
     "float16",
     "float32",
     "float64",

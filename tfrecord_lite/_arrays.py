@@ -209,6 +209,22 @@ def concat_parsed(
     return out
 
 
+def _row_shapes(shape_col: Union[np.ndarray, SparseValue], n: int) -> list[tuple[int, ...]]:
+    """Each record's shape from a ``key/shape`` column.
+
+    The column is sparse when it was inferred as a ``VarLenFeature``: rows of 1-D
+    arrays stored with ``raw=`` have shape ``()`` (no values), and files written
+    separately may hold rows with different numbers of dimensions.
+    """
+    if n == 0:
+        return []
+    if isinstance(shape_col, SparseValue):
+        counts = np.bincount(shape_col.indices[:, 0], minlength=n)
+        rows = np.split(np.asarray(shape_col.values), np.cumsum(counts)[:-1])
+        return [tuple(int(d) for d in r) for r in rows]
+    return [tuple(int(d) for d in r) for r in shape_col.reshape(n, -1).tolist()]
+
+
 def _decode_raw_columns(data: dict[str, ParsedValue]) -> dict[str, Any]:
     """Turn ``key``, ``key/shape``, ``key/dtype`` triples back into arrays."""
     out: dict[str, Any] = dict(data)
@@ -218,24 +234,24 @@ def _decode_raw_columns(data: dict[str, ParsedValue]) -> dict[str, Any]:
         values = data[key]
         if not (
             isinstance(values, np.ndarray)
-            and isinstance(shape_col, np.ndarray)
+            and isinstance(shape_col, (np.ndarray, SparseValue))
             and isinstance(dtype_col, np.ndarray)
             and values.ndim == 1
             and values.dtype == object
         ):
             continue
         n = len(values)
-        shapes = shape_col.reshape(n, -1)
+        shapes = _row_shapes(shape_col, n)
         dtypes = set(dtype_col.tolist())
-        if len(dtypes) > 1 or (n and (shapes != shapes[:1]).any()):
+        if len(dtypes) > 1 or len(set(shapes)) > 1:
             arrays = [
-                np.frombuffer(v, dtype=np.dtype(d.decode())).reshape(tuple(s))
-                for v, s, d in zip(values.tolist(), shapes.tolist(), dtype_col.tolist())
+                np.frombuffer(v, dtype=np.dtype(d.decode())).reshape(s).copy()
+                for v, s, d in zip(values.tolist(), shapes, dtype_col.tolist())
             ]
             out[key] = arrays
         else:
             dtype = np.dtype(dtypes.pop().decode()) if dtypes else np.dtype(np.uint8)
-            shape = tuple(int(d) for d in shapes[0]) if n else ()
+            shape = shapes[0] if n else ()
             blob = b"".join(values.tolist())
             out[key] = np.frombuffer(blob, dtype=dtype).reshape((n, *shape)).copy()
         del out[key + SHAPE_SUFFIX], out[key + DTYPE_SUFFIX]

@@ -19,18 +19,46 @@ bits) means ZLIB; anything else is read as plain, so its error says so.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import secrets
 import struct
 import threading
+import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, Any, Optional, Union
+from typing import IO, Any, Callable, Optional, Union
 
 from ._crc import crc32c, mask
-from ._errors import ClosedError, CompressionError, TFRecordError, TruncatedRecordError
-from ._framing import HEADER_SIZE, RecordDecoder, _as_buffer, frame_parts, record_header
+from ._errors import (
+    ClosedError,
+    CompressionError,
+    CorruptRecordError,
+    DataLossError,
+    TFRecordError,
+    TruncatedRecordError,
+)
+from ._framing import (
+    HEADER_SIZE,
+    RECORD_OVERHEAD,
+    RecordDecoder,
+    _as_buffer,
+    _header_error,
+    _truncated,
+    frame_parts,
+    record_header,
+)
 from ._paths import PathOrFile, expand_paths, is_file_object
+from ._recover import (
+    SkipReport,
+    check_max_record_size,
+    check_on_error,
+    crc32c_combine,
+    find_next_record_in_file,
+    located,
+    warn_skip,
+)
 
 __all__ = [
     "TFRecordCompressionType",
@@ -50,6 +78,10 @@ DEFAULT_BUFFER_SIZE = 256 * 1024
 READ_BLOCK_SIZE = 1024 * 1024
 #: At most this many decompressed bytes per inflate call (bounds memory on deflate bombs).
 INFLATE_CHUNK = 1024 * 1024
+#: GZIP/ZLIB readers with ``max_record_size=None`` buffer at most this many bytes of
+#: one record: a length field claiming more is a RecordTooLargeError once that much
+#: of it has been decompressed (so a deflate bomb cannot take the memory it claims).
+DEFAULT_MAX_COMPRESSED_RECORD = 256 * 1024 * 1024
 
 #: Records framed together by TFRecordWriter.write_all.
 _FRAME_CHUNK = 4096
@@ -265,7 +297,33 @@ class TFRecordWriter:
     :meth:`close`). ``compression`` is ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` or a
     :class:`TFRecordOptions`; ``options=`` is accepted as TensorFlow's keyword.
 
+    Crash safety:
+
+    * ``atomic=True``: records go to a temporary file ``.<name>.tmp-<random>`` in
+      the same directory, which a clean :meth:`close` fsyncs and renames onto
+      ``path``. An exception inside ``with``, or a writer dropped without
+      ``close()``, removes the temporary file: nothing appears at ``path`` (an
+      older file there is left as it was). Default ``False``, as TensorFlow: the
+      file is visible while it is written, and an exception inside ``with``
+      closes it normally, keeping the records written so far.
+    * :meth:`flush` makes every record written so far readable by another process
+      (GZIP/ZLIB: a sync flush); ``flush(fsync=True)`` also makes it durable.
+      A process killed at any moment leaves a file whose complete records all
+      read back (the tail is a :class:`TruncatedRecordError`, or is reported
+      with ``on_error="stop"``/``"skip"``).
+    * ``mode="a"``: continue an existing plain or GZIP file (GZIP: as a new gzip
+      member, which TensorFlow and this library read on). The file is checked
+      first: plain files must be whole records with good length CRCs up to the
+      end, the last record's data CRC included; GZIP files must read cleanly.
+      A damaged tail raises (e.g. :class:`TruncatedRecordError` after a crash)
+      unless ``repair=True`` (plain files), which cuts the file back to its last
+      complete record, when no intact record follows the damage, and keeps a
+      :class:`~tfrecord_lite.SkipReport` of what it cut in :attr:`repaired`.
+      ZLIB streams cannot be continued.
+
     The writer is safe to share between threads: each record is written whole.
+    In a process forked from the one that opened it, it refuses to be used
+    (``ValueError``): its buffer belongs to the parent.
     """
 
     def __init__(
@@ -274,23 +332,60 @@ class TFRecordWriter:
         compression: Union[str, int, TFRecordOptions, None] = None,
         *,
         options: Union[str, int, TFRecordOptions, None] = None,
+        atomic: bool = False,
+        mode: str = "w",
+        repair: bool = False,
     ) -> None:
+        self._lock = threading.Lock()
+        self._file: Optional[IO[bytes]] = None
+        self._tmp_path: Optional[str] = None
+        self._pid = os.getpid()
+        self.records_written = 0
+        #: With ``mode="a", repair=True``: what was cut off the damaged tail, if anything.
+        self.repaired: Optional[SkipReport] = None
         self._options = _as_options(compression, options)
         self.compression = self._options.compression_type
         self.path = _describe(path)
         self._owns_file = not is_file_object(path)
-        self._file: Optional[IO[bytes]] = None
+        append = _writer_mode(mode) == "a"
+        if not isinstance(atomic, bool) or not isinstance(repair, bool):
+            raise TypeError("atomic and repair must be True or False")
+        if repair and not append:
+            raise ValueError("repair=True goes with mode='a'")
         if self._owns_file:
-            self._file = _open_binary(os.fspath(path), "wb", buffering=0)  # type: ignore[arg-type]
+            target = os.fspath(path)  # type: ignore[arg-type]
+            if (atomic or append) and "://" in target:
+                what = "atomic=True" if atomic else "mode='a'"
+                raise ValueError(f"{what} needs a local file path, got the URL {target!r}")
+            if atomic and append:
+                raise ValueError("atomic=True and mode='a' cannot be combined")
+            if append:
+                self.repaired = _prepare_append(target, self.compression, repair)
+                self._file = _open_binary(target, "ab", buffering=0)
+            elif atomic:
+                self._tmp_path = _temp_path(target)
+                self._file = _builtin_open(self._tmp_path, "xb", buffering=0)
+                self._final_path = target
+            else:
+                self._file = _open_binary(target, "wb", buffering=0)
         else:
+            if atomic or append:
+                raise ValueError(
+                    "atomic=True and mode='a' need a file path: a file object is written "
+                    "from its current position"
+                )
             self._file = path  # type: ignore[assignment]
         self._zobj = self._options._compressobj() if self.compression else None
         self._flush_mode = self._options.flush_mode or zlib.Z_NO_FLUSH
         self._buffer_size = self._options.output_buffer_size or DEFAULT_BUFFER_SIZE
         self._parts: list[bytes] = []
         self._pending = 0
-        self._lock = threading.Lock()
-        self.records_written = 0
+        _OPEN_WRITERS.add(self)
+
+    @property
+    def atomic(self) -> bool:
+        """True for a writer that renames its temporary file onto :attr:`path` at close."""
+        return getattr(self, "_final_path", None) is not None
 
     @property
     def closed(self) -> bool:
@@ -300,6 +395,11 @@ class TFRecordWriter:
     def _check_open(self) -> IO[bytes]:
         if self._file is None:
             raise ClosedError("Writer is closed.", path=self.path)
+        if self._pid != os.getpid():
+            raise ValueError(
+                "this TFRecordWriter was opened by another process (before a fork): "
+                "its buffered records belong to that process; open a writer in this one"
+            )
         return self._file
 
     def write(self, record: Union[bytes, bytearray, memoryview]) -> None:
@@ -368,47 +468,87 @@ class TFRecordWriter:
         if self._zobj is not None and zlib_flush is not None:
             _write_all(f, self._zobj.flush(zlib_flush))
 
-    def flush(self) -> None:
+    def flush(self, *, fsync: bool = False) -> None:
         """Write out everything buffered so far.
 
         After ``flush()``, another reader of the file sees every record written so
-        far, for compressed files too (the deflate stream is sync-flushed).
+        far, for compressed files too (the deflate stream is sync-flushed), and a
+        crash of this process loses none of them. ``fsync=True`` also asks the
+        operating system to put them on disk (survives a power cut). With
+        ``atomic=True`` the records are in the temporary file until :meth:`close`.
         """
         with self._lock:
             f = self._check_open()
             self._drain(zlib.Z_SYNC_FLUSH)
             f.flush()
+            if fsync:
+                os.fsync(f.fileno())
 
     def close(self) -> None:
         """Finish the file (compressed streams get their end marker) and close it.
 
         Calling ``close()`` again does nothing. A file object passed in by the
-        caller is flushed but left open.
+        caller is flushed but left open. With ``atomic=True`` the file is fsynced
+        and renamed onto :attr:`path` (if that fails, the temporary file is removed).
         """
         with self._lock:
             f = self._file
             if f is None:
                 return
+            if self._pid != os.getpid():
+                self._file = None  # the parent's file: leave it to the parent
+                return
+            tmp = self._tmp_path
+            done = False
             try:
                 self._drain(zlib.Z_FINISH)
                 f.flush()
+                if tmp is not None:
+                    os.fsync(f.fileno())
+                done = True
             finally:
                 self._file = None
                 self._zobj = None
+                self._tmp_path = None
                 if self._owns_file:
                     f.close()
+                if tmp is not None:
+                    _commit(tmp, self._final_path, done)
+
+    def _discard(self) -> None:
+        """Close an atomic writer without committing: its temporary file is removed."""
+        with self._lock:
+            f, tmp = self._file, self._tmp_path
+            if f is None or tmp is None:
+                return
+            self._file = None
+            self._zobj = None
+            self._tmp_path = None
+            self._parts = []
+            try:
+                f.close()
+            finally:
+                if self._pid == os.getpid():
+                    _remove_quietly(tmp)
 
     def __enter__(self) -> TFRecordWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None and self._tmp_path is not None:
+            self._discard()  # atomic: no file at the final path
+        else:
+            self.close()
 
     def __del__(self) -> None:
-        # Finish the stream if the writer is dropped without close(), as files do.
+        # Finish the stream if the writer is dropped without close(), as files do;
+        # an atomic writer dropped so was not closed cleanly: it leaves nothing.
         try:
             if getattr(self, "_file", None) is not None:
-                self.close()
+                if self._tmp_path is not None:
+                    self._discard()
+                else:
+                    self.close()
         except Exception:
             pass
 
@@ -418,6 +558,169 @@ class TFRecordWriter:
             f"<TFRecordWriter {self.path!r} compression={self.compression!r} "
             f"records={self.records_written} {state}>"
         )
+
+
+#: Writers open in this process: a forked child marks them as not its own.
+_OPEN_WRITERS: weakref.WeakSet[TFRecordWriter] = weakref.WeakSet()
+
+
+def _writer_mode(mode: object) -> str:
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a string, got {type(mode).__name__}")
+    m = mode.replace("b", "")
+    if m not in ("w", "a"):
+        raise ValueError(f"mode must be 'w' (create or truncate) or 'a' (append), got {mode!r}")
+    return m
+
+
+def _temp_path(target: str) -> str:
+    directory, name = os.path.split(os.path.abspath(target))
+    return os.path.join(directory, f".{name}.tmp-{secrets.token_hex(6)}")
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _fsync_directory(path: str) -> None:
+    """Make a rename in ``path`` durable (best effort: not every OS can open a directory)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _commit(tmp: str, final: str, ok: bool) -> None:
+    """Rename a finished temporary file onto its final path, or remove it."""
+    if not ok:
+        _remove_quietly(tmp)
+        return
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    _fsync_directory(os.path.dirname(os.path.abspath(final)))
+
+
+def _prepare_append(path: str, compression: str, repair: bool) -> Optional[SkipReport]:
+    """Check that ``path`` can be continued; with ``repair``, cut off a damaged tail."""
+    if compression == "ZLIB":
+        raise ValueError(
+            "mode='a' works for plain and GZIP files: a ZLIB stream cannot be continued "
+            "(readers ignore anything after its end)"
+        )
+    if repair and compression:
+        raise ValueError("repair=True works for uncompressed files only")
+    try:
+        f = _builtin_open(path, "rb", buffering=1024 * 1024)
+    except FileNotFoundError:
+        return None  # a new file
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return None
+        found = detect_compression(f.read(HEADER_SIZE))
+        if found != compression:
+            raise ValueError(
+                f"cannot append {compression or 'uncompressed'} records to {path!r}: "
+                f"it is {found + '-compressed' if found else 'uncompressed'}"
+            )
+        if compression:  # GZIP: the whole stream must read cleanly
+            f.seek(0)
+            for _ in read_records(f, compression, buffer_size=READ_BLOCK_SIZE):
+                pass
+            return None
+        problem = _check_plain_tail(f, size)
+        if problem is None:
+            return None
+        start, index, damage, reason = problem
+        err = damage.with_location(path=path)
+        if not repair:
+            raise err
+        following = find_next_record_in_file(f, start + 1, stream_size=size)
+        if following is not None:
+            raise DataLossError(
+                f"cannot repair {path!r} for appending: the damage at byte {start} is "
+                f"followed by intact records (the next at byte {following}); cutting the "
+                "file there would lose them. Read it with on_error='skip' and rewrite it",
+                path=path,
+                offset=start,
+                index=index,
+            ) from err
+    with _builtin_open(path, "r+b") as g:
+        g.truncate(start)
+        g.flush()
+        os.fsync(g.fileno())
+    return SkipReport(path, start, size - start, reason, index, err, to_end=True)
+
+
+def _check_plain_tail(f: IO[bytes], size: int) -> Optional[tuple[int, int, DataLossError, str]]:
+    """Walk the record headers of a plain file: (start, index, error, reason) of the
+    first problem, or None when it is whole records up to its end (the last one's
+    data CRC checked too). Reads 12 bytes per record, plus the last record."""
+    pos = 0
+    index = 0
+    last: Optional[tuple[int, int]] = None
+    while pos < size:
+        f.seek(pos)
+        head = f.read(HEADER_SIZE)
+        if len(head) < HEADER_SIZE:
+            return pos, index, _truncated("header", HEADER_SIZE, len(head), pos, index), "truncated"
+        length, stored = struct.unpack("<QI", head)
+        if mask(crc32c(head[:8])) != stored:
+            return pos, index, _header_error(head, 0, stored, index, pos), "header"
+        end = pos + RECORD_OVERHEAD + length
+        if end > size:
+            have = size - pos
+            what = "data" if have < HEADER_SIZE + length else "footer"
+            err = _truncated(what, RECORD_OVERHEAD + length, have, pos, index)
+            return pos, index, err, "truncated"
+        last = (pos, length)
+        pos = end
+        index += 1
+    if last is not None:
+        start, length = last
+        f.seek(start + HEADER_SIZE)
+        crc = 0
+        left = length
+        while left:
+            piece = f.read(min(left, READ_BLOCK_SIZE))
+            if not piece:  # pragma: no cover - the file shrank under us
+                break
+            crc = (
+                crc32c_combine(crc, crc32c(piece), len(piece)) if left != length else crc32c(piece)
+            )
+            left -= len(piece)
+        (stored,) = _U32.unpack(f.read(4))
+        if mask(crc) != stored:
+            bad = CorruptRecordError(
+                f"corrupted record: the CRC32C of the last record's {length} data bytes "
+                "does not match; the file is damaged",
+                part="data",
+                offset=start + HEADER_SIZE,
+                index=index - 1,
+            )
+            return start, index - 1, bad, "data"
+    return None
+
+
+def _after_fork_in_child() -> None:
+    # Writers inherited from the parent refuse to write (see _check_open): their
+    # buffers hold the parent's records, which must not be written twice.
+    for writer in list(_OPEN_WRITERS):
+        writer._tmp_path = None  # never remove the parent's temporary file
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _write_all(f: IO[bytes], data: bytes) -> None:
@@ -564,8 +867,17 @@ class TFRecordReader:
     ``"GZIP"``, ``"ZLIB"`` or :class:`TFRecordOptions`. ``verify=False`` skips the
     CRC checks (faster; damaged data then goes unnoticed).
 
+    Damaged files (see :func:`read_records`): ``on_error="raise"`` (default) raises
+    at the first damaged record; ``"skip"`` skips it and resynchronises on the next
+    intact record; ``"stop"`` ends that file quietly. Either way every skipped
+    stretch is a :class:`~tfrecord_lite.SkipReport`, kept in :attr:`skipped` and
+    passed to ``on_skip(report)`` (a :class:`SkippedDataWarning` when no
+    ``on_skip`` is given). ``max_record_size`` bounds the bytes one record may claim.
+
     While iterating, :attr:`path` is the file being read and :attr:`index` the
-    number of records yielded from it so far.
+    number of records yielded from it so far. A reader may be shared between
+    threads (each ``next()`` is served whole); separate readers of the same file
+    are independent.
     """
 
     def __init__(
@@ -576,6 +888,9 @@ class TFRecordReader:
         verify: bool = True,
         buffer_size: Optional[int] = None,
         options: Union[str, int, TFRecordOptions, None] = None,
+        on_error: str = "raise",
+        on_skip: Optional[Callable[[SkipReport], None]] = None,
+        max_record_size: Optional[int] = None,
     ) -> None:
         if options is not None:
             if compression != "auto":
@@ -589,40 +904,67 @@ class TFRecordReader:
         ):
             buffer_size = compression.input_buffer_size
         _check_range("buffer_size", buffer_size, 1, 2**31)
+        self.on_error = check_on_error(on_error)
+        self.max_record_size = check_max_record_size(max_record_size)
+        _check_callback(on_skip)
         self.files = expand_paths(paths)
         self.verify = verify
         self.buffer_size = buffer_size or READ_BLOCK_SIZE
         self.path: Optional[str] = None
         self.index = 0
+        #: Every stretch skipped so far (``on_error`` "skip" or "stop"), in order.
+        self.skipped: list[SkipReport] = []
+        self._on_skip = on_skip
         self._gen: Optional[Iterator[bytes]] = None
         self._closed = False
+        self._lock = threading.RLock()
+
+    @property
+    def bytes_skipped(self) -> int:
+        """Total bytes skipped so far (stretches of unknown length count as 0)."""
+        return sum(r.length or 0 for r in self.skipped)
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
-        if self._closed:
-            raise ClosedError("Reader is closed.", path=self.path)
-        if self._gen is None:
-            self._gen = self._records()
-        record = next(self._gen)
-        self.index += 1
-        return record
+        with self._lock:
+            if self._closed:
+                raise ClosedError("Reader is closed.", path=self.path)
+            if self._gen is None:
+                self._gen = self._records()
+            record = next(self._gen)
+            self.index += 1
+            return record
+
+    def _skipped(self, report: SkipReport) -> None:
+        self.skipped.append(report)
+        if self._on_skip is None:
+            warn_skip(report)
+        else:
+            self._on_skip(report)
 
     def _records(self) -> Iterator[bytes]:
         for source in self.files:
             self.path = _describe(source)
             self.index = 0
             yield from read_records(
-                source, self.compression, verify=self.verify, buffer_size=self.buffer_size
+                source,
+                self.compression,
+                verify=self.verify,
+                buffer_size=self.buffer_size,
+                on_error=self.on_error,
+                on_skip=self._skipped,
+                max_record_size=self.max_record_size,
             )
 
     def close(self) -> None:
         """Stop reading and close the current file. Idempotent."""
-        self._closed = True
-        if self._gen is not None:
-            gen, self._gen = self._gen, None
-            gen.close()  # type: ignore[attr-defined]
+        with self._lock:
+            self._closed = True
+            if self._gen is not None:
+                gen, self._gen = self._gen, None
+                gen.close()  # type: ignore[attr-defined]
 
     def __enter__(self) -> TFRecordReader:
         return self
@@ -640,12 +982,67 @@ def read_records(
     *,
     verify: bool = True,
     buffer_size: int = READ_BLOCK_SIZE,
+    on_error: str = "raise",
+    on_skip: Optional[Callable[[SkipReport], None]] = None,
+    max_record_size: Optional[int] = None,
 ) -> Iterator[bytes]:
     """Yield the records of one file (path or binary file object) as ``bytes``.
 
     Errors carry the file's name and the record's offset and index.
+
+    ``on_error``: ``"raise"`` (default) raises the first :class:`DataLossError`
+    after the records before it. ``"skip"`` reports a damaged record and goes on:
+    at the next record when only the data CRC failed, else at the next offset
+    where a whole record (header and data CRC) verifies; a truncated tail is
+    reported too. A damaged GZIP/ZLIB stream cannot be resynchronised (deflate
+    has no sync points): the rest of that file is reported as skipped. ``"stop"``
+    ends the file quietly at the first problem, reporting it. Reports are
+    :class:`~tfrecord_lite.SkipReport` objects passed to ``on_skip(report)``;
+    without ``on_skip`` each is a :class:`~tfrecord_lite.SkippedDataWarning`.
+
+    ``max_record_size``: a record whose length field claims more data bytes is a
+    :class:`~tfrecord_lite.RecordTooLargeError` as soon as its header is read
+    (with ``"skip"``: skipped unread). ``None`` (default): no limit for plain
+    files (a length is checked against the file's size before anything is
+    read); for GZIP/ZLIB at most :data:`DEFAULT_MAX_COMPRESSED_RECORD` bytes
+    (256 MiB) of one record are buffered before it is refused.
     """
     compression = _compression_name(compression, allow_auto=True)
+    on_error = check_on_error(on_error)
+    max_record_size = check_max_record_size(max_record_size)
+    _check_callback(on_skip)
+    return _read_records(
+        source, compression, verify, buffer_size, on_error, on_skip, max_record_size
+    )
+
+
+def _check_callback(on_skip: object) -> None:
+    if on_skip is not None and not callable(on_skip):
+        raise TypeError(f"on_skip must be callable, got {type(on_skip).__name__}")
+
+
+def _reporter(
+    on_skip: Optional[Callable[[SkipReport], None]], path: Optional[str]
+) -> Callable[[SkipReport], None]:
+    def report(rep: SkipReport) -> None:
+        rep = located(rep, path)
+        if on_skip is None:
+            warn_skip(rep)
+        else:
+            on_skip(rep)
+
+    return report
+
+
+def _read_records(
+    source: PathOrFile,
+    compression: str,
+    verify: bool,
+    buffer_size: int,
+    on_error: str,
+    on_skip: Optional[Callable[[SkipReport], None]],
+    max_record_size: Optional[int],
+) -> Iterator[bytes]:
     path = _describe(source)
     owns = not is_file_object(source)
     f: IO[bytes] = (
@@ -668,24 +1065,52 @@ def read_records(
         if compression:
             chunks = _inflate(chunks, compression, path)
             stream_size = None
-        decoder = RecordDecoder(verify=verify, stream_size=stream_size)
+        decoder = RecordDecoder(
+            verify=verify,
+            stream_size=stream_size,
+            on_error=on_error,
+            on_skip=_reporter(on_skip, path) if on_error != "raise" else None,
+            max_record_size=max_record_size,
+        )
+        if compression and max_record_size is None:
+            decoder._soft_limit = DEFAULT_MAX_COMPRESSED_RECORD
+        # A plain file can seek past a record skipped for being too large.
+        seekable = stream_size is not None and on_error == "skip"
         try:
             try:
                 for chunk in chunks:
                     decoder.feed(chunk)
                     yield from _decoded(decoder)
+                    if decoder.stopped:
+                        break
+                    if seekable:
+                        ahead = decoder._discard_ahead()
+                        if ahead > buffer_size:
+                            f.seek(ahead, os.SEEK_CUR)
+                            decoder._advance(ahead)
             except _StreamEnd:
                 yield from _decoded(decoder)
-                decoder.close()  # raises if the cut is inside a record
-                raise TruncatedRecordError(
+                if on_error == "raise":
+                    decoder.close()  # raises if the cut is inside a record
+                cut = TruncatedRecordError(
                     f"the {compression} stream ends before its end marker, after "
                     f"{decoder.index} complete records: the file was cut short or its "
                     "writer was not closed",
                     offset=decoder.offset,
                     index=decoder.index,
-                ) from None
+                )
+                if on_error == "raise":
+                    raise cut from None
+                yield from decoder._close(cause=cut, cause_reason="truncated")
+                return
+            except CompressionError as err:
+                if on_error == "raise":
+                    raise
+                yield from _decoded(decoder)
+                yield from decoder._close(cause=err, cause_reason="compression")
+                return
             yield from _decoded(decoder)  # a deferred error is raised here
-            decoder.close()
+            yield from decoder.close()
         except TFRecordError as err:
             if err.path is None and path is not None:
                 raise err.with_location(path=path) from None
@@ -724,14 +1149,26 @@ def tf_record_iterator(
     *,
     verify: bool = True,
     options: Union[str, int, TFRecordOptions, None] = None,
+    on_error: str = "raise",
+    on_skip: Optional[Callable[[SkipReport], None]] = None,
+    max_record_size: Optional[int] = None,
 ) -> Iterator[bytes]:
     """Yield every record of a TFRecord file (or files) as ``bytes``.
 
     The counterpart of ``tf.compat.v1.io.tf_record_iterator(path, options)``;
     the second argument also takes TensorFlow's options. Compression is detected
-    by default. See :class:`TFRecordReader` for the accepted ``path`` forms.
+    by default. See :class:`TFRecordReader` for the accepted ``path`` forms and
+    for ``on_error`` / ``on_skip`` / ``max_record_size``.
     """
-    with TFRecordReader(path, compression, verify=verify, options=options) as reader:
+    with TFRecordReader(
+        path,
+        compression,
+        verify=verify,
+        options=options,
+        on_error=on_error,
+        on_skip=on_skip,
+        max_record_size=max_record_size,
+    ) as reader:
         yield from reader
 
 

@@ -315,7 +315,7 @@ def data_ok(buf: Buffer, pos: int, length: int) -> bool:
     view = _as_bytes_view(buf)
     data_end = pos + HEADER_SIZE + length
     (stored,) = _U32.unpack_from(view, data_end)
-    return mask(_crc32c(view[pos + HEADER_SIZE : data_end])) == stored
+    return bool(mask(_crc32c(view[pos + HEADER_SIZE : data_end])) == stored)
 
 
 def find_next_record(
@@ -417,7 +417,7 @@ class Record(NamedTuple):
     """
 
     offset: int
-    index: int
+    index: int  # type: ignore[assignment]
     data: bytes
 
 
@@ -608,4 +608,3 @@ def describe_error(err: TFRecordError) -> str:
     if loc:
         where.append(", ".join(loc))
     return ": ".join([*where, err.message])
-
