@@ -167,19 +167,25 @@ def _decode_fixed_width(
         return np.zeros((*shape, 0), dtype=dtype)
     size = width
     if lengths is not None:
-        size = int(lengths[0])
-        bad = np.flatnonzero(lengths != size)
-        if bad.size:
-            i = int(bad[0])
-            raise ParseError(
-                "DecodeRaw requires input strings to all be the same size, but element "
-                f"{i} has size {size} != {int(lengths[i])}"
-            )
+        size = _common_size(lengths)
     if size == 0:
         return np.zeros((*shape, 0), dtype=dtype)
     _check_size(size, dtype)
     rows = np.ascontiguousarray(raw[:, :size]) if size != width else raw.copy()
     return _from_bytes(rows, dtype, little_endian, (*shape, size // dtype.itemsize))
+
+
+def _common_size(lengths: npt.NDArray[np.int64]) -> int:
+    """The one length every element has (TensorFlow's error when they differ)."""
+    size = int(lengths[0])
+    bad = np.flatnonzero(lengths != size)
+    if bad.size:
+        i = int(bad[0])
+        raise ParseError(
+            "DecodeRaw requires input strings to all be the same size, but element "
+            f"{i} has size {size} != {int(lengths[i])}"
+        )
+    return size
 
 
 def _decode_many(
@@ -199,14 +205,7 @@ def _decode_many(
     if n == 0:
         return np.zeros((*shape, 0), dtype=dtype)
     lengths = np.fromiter(map(len, elements), dtype=np.int64, count=n)
-    size = int(lengths[0])
-    bad = np.flatnonzero(lengths != size)
-    if bad.size:
-        i = int(bad[0])
-        raise ParseError(
-            "DecodeRaw requires input strings to all be the same size, but element "
-            f"{i} has size {size} != {int(lengths[i])}"
-        )
+    size = _common_size(lengths)
     if size == 0:
         return np.zeros((*shape, 0), dtype=dtype)
     _check_size(size, dtype)

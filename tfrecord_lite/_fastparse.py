@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from ._schema import DType, float32, int64, string
+from ._wire import encode_varint
 
 __all__ = ["FastColumn", "enabled", "extract"]
 
@@ -86,58 +87,9 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _template(record: bytes) -> list[tuple[bytes, Optional[str]]]:
     """(key, kind) of each map entry in order; kind None for an empty ``Feature()``."""
-    end = len(record)
-    if end == 0:
-        return []
-    if record[0] != 0x0A:
-        raise _GiveUp
-    flen, pos = _varint(record, 1, end)
-    if pos + flen != end:
-        raise _GiveUp  # several Features fields (merged Examples) or trailing fields
-    entries: list[tuple[bytes, Optional[str]]] = []
-    seen: set[bytes] = set()
-    while pos < end:
-        if record[pos] != 0x0A:
-            raise _GiveUp
-        elen, pos = _varint(record, pos + 1, end)
-        eend = pos + elen
-        if eend > end or pos >= eend or record[pos] != 0x0A:
-            raise _GiveUp
-        klen, pos = _varint(record, pos + 1, eend)
-        key = record[pos : pos + klen]
-        pos += klen
-        if pos >= eend or record[pos] != 0x12 or key in seen:
-            raise _GiveUp
-        try:
-            key.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _GiveUp from None
-        seen.add(key)
-        vlen, pos = _varint(record, pos + 1, eend)
-        if pos + vlen != eend:
-            raise _GiveUp
-        kind: Optional[str] = None
-        if vlen:
-            kind = _TAG_KIND.get(record[pos])
-            if kind is None:
-                raise _GiveUp
-        entries.append((key, kind))
-        pos = eend
-    return entries
+    return [(key.encode("utf-8"), kind) for key, (kind, _) in _layout(record).regions.items()]
 
 
 # --------------------------------------------------------------------------- lockstep walk
@@ -272,7 +224,7 @@ def _run_template(
     for key, kind in entries:
         w.expect(b"\x0a", fend)
         eend = w.length(fend)
-        w.expect(b"\x0a" + _encode_varint(len(key)) + key + b"\x12", eend)
+        w.expect(b"\x0a" + encode_varint(len(key)) + key + b"\x12", eend)
         vend = w.length(eend)
         w.ok &= vend == eend  # the entry holds only key and value
         if kind is None:
