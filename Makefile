@@ -32,8 +32,8 @@ demo: install
 	$(PY) -m tfrecord_lite.demo --out demo-out
 
 lint: install
-	$(PY) -m ruff check tfrecord_lite tests benchmarks
-	$(PY) -m ruff format --check tfrecord_lite tests benchmarks
+	$(PY) -m ruff check tfrecord_lite tests benchmarks docs/make_api.py
+	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs/make_api.py
 
 typecheck: install
 	$(PY) -m mypy
@@ -81,5 +81,20 @@ $(BENCH_VENV)/.installed: pyproject.toml benchmarks/requirements-peers.txt
 bench-peers: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python -m benchmarks.run --peers $(BENCH_ARGS)
 
+# atheris (libFuzzer for Python) in a venv of its own: every target in tests/fuzz/
+# for FUZZ_TIME seconds (seeds from tests/data); exits non-zero on a crash.
+# Falls back to a long hypothesis run if atheris has no wheel for this Python.
+FUZZ_VENV := .venv-fuzz
+FUZZ_TIME ?= 60
+$(FUZZ_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(FUZZ_VENV)
+	$(FUZZ_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[fast,test]"
+	$(FUZZ_VENV)/bin/python -m pip --disable-pip-version-check -q install "atheris>=2.3,<4" \
+		|| echo "atheris did not install: make fuzz falls back to hypothesis"
+	touch $@
+
+fuzz: $(FUZZ_VENV)/.installed
+	$(FUZZ_VENV)/bin/python tests/fuzz/run.py --time $(FUZZ_TIME) --work $(FUZZ_VENV)/work $(FUZZ_ARGS)
+
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) build dist *.egg-info demo-out
+	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(FUZZ_VENV) build dist *.egg-info demo-out

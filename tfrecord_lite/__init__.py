@@ -12,32 +12,33 @@ ports by changing ``tf.io.`` / ``tf.train.`` into ``tfr.``::
     for record in tfr.tf_record_iterator("train.tfrecord"):
         ...
 
-Layers, bottom up (each module imports only those above it in this list):
+Layers, bottom up; a module imports only from its own row or the rows above it:
 
-=====================  ==========================================================
-``example_pb2``        generated protobuf messages (private proto package)
-``_crc``               CRC-32C backends and TensorFlow's masked CRC
-``_framing``           sans-I/O record framing over bytes / memoryview
-``_paths``, ``_io``    files, globs, shards, GZIP/ZLIB, writer and reader
-``_schema``,           feature specs and dtypes; sparse and ragged values
-``_values``
-``_example``           building Examples (wire format, protobuf objects)
-``_parse``,            schema-driven parsing of Example / SequenceExample
-``_fastparse``         (vectorized over a batch), schema inference
-``_infer``
-``_arrays``            whole files as NumPy columns: write_examples / read_examples
-``_index``,            index files and random access, sharded writing,
-``_sharded``,          tf.data-style datasets; ``torch`` (optional) for PyTorch
-``_dataset``
-=====================  ==========================================================
+==========================================  ===================================================
+``example_pb2``, ``feature_pb2``            generated protobuf messages (private proto package)
+``_errors``, ``_version``                   exceptions and the version, used by every layer
+``_crc``                                    CRC-32C backends and TensorFlow's masked CRC
+``_framing``, ``_scan``, ``_recover``       sans-I/O record framing, block scanning, recovery
+``_paths``, ``_io``                         files, globs, shards, GZIP/ZLIB, writer and reader
+``_schema``, ``_values``, ``_wire``         feature specs and dtypes, sparse/ragged values
+``_example``                                building Examples (wire format, protobuf objects)
+``_parse``, ``_fastparse``, ``_infer``      parsing into NumPy (vectorized), schema inference
+``_decode``, ``_arrays``                    decode_raw and images; whole files as NumPy columns
+``_index``, ``_sharded``, ``_dataset``      random access, sharded writing, datasets,
+``torch``, ``_cli``, ``_images``            PyTorch, the command line and its helpers,
+``_progress``, ``io``, ``train``, ``data``  and the TensorFlow-named namespaces
+==========================================  ===================================================
 """
 
 from . import (
+    compat,
+    data,
     io,
     train,
 )
 from ._arrays import concat_parsed, read_examples, write_examples
-from ._crc import available_crc_backends, crc32c, crc_backend, masked_crc32c
+from ._crc import available_crc_backends, crc_backend, masked_crc32c
+from ._crc import crc32c_checksum as crc32c
 from ._dataset import AUTOTUNE, TFRecordDataset
 from ._decode import decode_image, decode_raw, encode_image
 from ._errors import (
@@ -151,10 +152,12 @@ __all__ = [
     "available_crc_backends",
     "bytes_feature",
     "bytes_rows",
+    "compat",
     "concat_parsed",
     "crc32c",
     "crc_backend",
     "create_index",
+    "data",
     "decode_image",
     "decode_raw",
     "detect_compression",

@@ -63,7 +63,9 @@ def _is_raw(column: np.ndarray, key: str, raw: Sequence[str]) -> bool:
         return True
     if column.dtype.kind not in "iufb":
         return False
-    return column.ndim >= 3 or (column.ndim == 2 and column.dtype.itemsize == 1 and column.dtype.kind in "iu")
+    return column.ndim >= 3 or (
+        column.ndim == 2 and column.dtype.itemsize == 1 and column.dtype.kind in "iu"
+    )
 
 
 def _prepare(columns: Mapping[str, Any], raw: Sequence[str]) -> tuple[dict[str, Any], int]:

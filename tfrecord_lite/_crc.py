@@ -33,6 +33,7 @@ __all__ = [
     "MASK_DELTA",
     "available_crc_backends",
     "crc32c",
+    "crc32c_checksum",
     "crc_backend",
     "get_crc_function",
     "mask",
@@ -182,6 +183,14 @@ def _select() -> tuple[str, CrcFunction]:
 
 
 _BACKEND_NAME, crc32c = _select()
+
+
+def crc32c_checksum(data: Buffer) -> int:
+    """Return the CRC-32C (Castagnoli) of ``data``, unmasked, from the active backend.
+
+    ``crc32c_checksum(b"123456789") == 0xE3069283``. Exported as ``tfrecord_lite.crc32c``.
+    """
+    return crc32c(data)
 
 
 def crc_backend() -> str:

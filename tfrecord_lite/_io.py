@@ -742,10 +742,21 @@ def _write_all(f: IO[bytes], data: bytes) -> None:
 # --------------------------------------------------------------------------- reader
 
 
-def _read_blocks(f: IO[bytes], size: int) -> Iterator[bytes]:
+def _read_blocks(f: IO[bytes], size: int, expected: Optional[int] = None) -> Iterator[bytes]:
+    """Blocks of ``size`` bytes; when the file's size is known, no read asks for more
+    than it holds (``read(n)`` allocates ``n`` bytes first), and a file that grows
+    meanwhile is read on."""
     read = f.read
+    left = expected
     while True:
-        block = read(size)
+        if left is None:
+            block = read(size)
+        elif left > 0:
+            block = read(min(size, left))
+            left -= len(block)
+        else:  # at the expected end: a small read tells whether the file grew
+            block = read(min(size, 4096))
+            left = None
         if not block:
             return
         yield block
@@ -1052,7 +1063,7 @@ def _read_records(
     )
     try:
         stream_size = _remaining_size(f) if owns else None
-        raw = _read_blocks(f, buffer_size)
+        raw = _read_blocks(f, buffer_size, stream_size)
         first = next(raw, b"")
         while 0 < len(first) < HEADER_SIZE:  # make sure detection sees a whole header
             more = next(raw, b"")

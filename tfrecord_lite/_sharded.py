@@ -151,6 +151,7 @@ class ShardedWriter:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` (or :meth:`abort`) has run."""
         return self._closed
 
     def _tmp_name(self, i: int) -> str:

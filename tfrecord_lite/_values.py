@@ -116,6 +116,7 @@ class RaggedValue:
 
     @property
     def nrows(self) -> int:
+        """Number of rows of the outermost dimension (``len(self)``)."""
         return int(len(self.row_splits) - 1)
 
     def __len__(self) -> int:

@@ -128,10 +128,11 @@ def tensorflow_style(out: str, n: int) -> None:
     records = list(tfr.tf_record_iterator(path))
     batch = tfr.io.parse_example(records, features)
     decoded = tfr.decode_raw(batch["image_raw"], tfr.uint8).reshape(-1, 28, 28)
-    assert np.array_equal(decoded, images) and np.array_equal(batch["label"], labels)
+    assert np.array_equal(decoded, images)
+    assert np.array_equal(np.asarray(batch["label"]), labels)
     one = tfr.io.parse_single_example(records[7], features)
     img7 = tfr.decode_raw(one["image_raw"], np.uint8).reshape(28, 28)
-    assert np.array_equal(img7, images[7]) and int(one["label"]) == 7
+    assert np.array_equal(img7, images[7]) and int(np.asarray(one["label"])) == 7
     print(f"{len(records)} records parsed; decode_raw + reshape gives the images back exactly")
 
 
@@ -140,7 +141,9 @@ def image_folder(out: str, per_class: int) -> None:
     try:
         from PIL import Image
     except ImportError:
-        print("\n(skipping the image-folder step: it needs Pillow, `pip install tfrecord-lite[image]`)")
+        print(
+            "\n(skipping the image-folder step: it needs Pillow, `pip install tfrecord-lite[image]`)"
+        )
         return
     _step(f"image folder -> shards with `tfrecord-lite` ({10 * per_class} PNG files)")
     folder = os.path.join(out, "images")
@@ -186,14 +189,19 @@ def image_folder(out: str, per_class: int) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tfrecord_lite.demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tfrecord_lite.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     parser.add_argument("-n", type=int, default=20000, help="records for the NumPy steps")
     parser.add_argument("--per-class", type=int, default=20, help="images per class, step 4")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    print(f"tfrecord_lite {tfr.__version__}; CRC32C backend: {tfr.crc_backend()}; output: {args.out}/")
+    print(
+        f"tfrecord_lite {tfr.__version__}; CRC32C backend: {tfr.crc_backend()}; output: {args.out}/"
+    )
     numpy_round_trip(args.out, args.n)
     tensorflow_style(args.out, min(args.n, 5000))
     image_folder(args.out, args.per_class)

@@ -4,6 +4,7 @@
 is also available at the top level of :mod:`tfrecord_lite`.
 """
 
+from ._decode import decode_raw
 from ._io import (
     TFRecordCompressionType,
     TFRecordOptions,
@@ -33,6 +34,7 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
+    "decode_raw",
     "parse_example",
     "parse_sequence_example",
     "parse_single_example",

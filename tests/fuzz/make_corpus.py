@@ -1,0 +1,91 @@
+"""Write the seed corpus of every fuzz target from tests/data's fixtures and small records.
+
+    python tests/fuzz/make_corpus.py OUT_DIR    # OUT_DIR/<target>/seed-NNN
+
+The fixtures are files real TensorFlow wrote (plain, GZIP, ZLIB, damaged ones too);
+their Examples and SequenceExamples seed the parser targets.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import zlib
+from pathlib import Path
+
+import _common
+
+import tfrecord_lite as tfr
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent / "data"
+MAX_SEED = 64 * 1024
+
+
+def _records(path: Path) -> list[bytes]:
+    try:
+        return list(tfr.read_records(path, on_error="skip", on_skip=lambda r: None))
+    except tfr.TFRecordError:
+        return []
+
+
+def seeds() -> dict[str, list[bytes]]:
+    files = sorted(p for p in DATA.glob("*.tfrecord") if p.stat().st_size <= MAX_SEED)
+    small = [b"", b"foo", bytes(range(40)), b"\x00" * 17]
+    examples = [
+        *_records(DATA / "examples.plain.tfrecord"),
+        tfr.encode_example({"int": [1, -2, 2**40], "float": [0.5, 1.5], "bytes": [b"ab", b""]}),
+        tfr.encode_example({"label": [3], "float": [1.0, 2.0]}),
+        tfr.encode_example({"int": [0, 5], "float": [0.1, 0.2], "label": []}),
+        b"",
+    ]
+    sequences = [
+        *_records(DATA / "sequence-examples.plain.tfrecord"),
+        tfr.encode_sequence_example(
+            {"id": [b"x"], "length": [2]}, {"tokens": [[1, 2], [3]], "scores": [[0.5], []]}
+        ),
+        b"",
+    ]
+    stream = tfr.encode_records(small)
+    framing = [p.read_bytes() for p in files] + [stream, tfr.encode_records(examples)]
+    out: dict[str, list[bytes]] = {
+        # byte 0: the chunk size and whether the stream size is known
+        "fuzz_framing": [bytes([i % 256]) + blob for i, blob in enumerate(framing)],
+        "fuzz_compressed": [
+            bytes([i % 256]) + blob
+            for i, blob in enumerate(
+                [p.read_bytes() for p in files]
+                + [gzip.compress(stream, mtime=0), zlib.compress(stream)]
+            )
+        ],
+    }
+    parse_seeds = []
+    for sel in range(len(_common.EXAMPLE_SPECS)):
+        parse_seeds.append(_common.join(sel, 1, examples[:3]))
+        parse_seeds.append(_common.join(sel, 0, examples[3:6]))
+    out["fuzz_parse_example"] = parse_seeds
+    out["fuzz_infer_schema"] = [*parse_seeds[:2], _common.join(0, 1, sequences)]
+    out["fuzz_parse_sequence_example"] = [
+        _common.join(sel, flags, sequences)
+        for sel in range(len(_common.SEQUENCE_SPECS))
+        for flags in (0, 1)
+    ]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = Path(argv[1])
+    for target, blobs in seeds().items():
+        folder = root / target
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, blob in enumerate(blobs):
+            (folder / f"seed-{i:03d}").write_bytes(blob)
+        print(f"{target}: {len(blobs)} seeds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
