@@ -384,11 +384,8 @@ def _entry(key: bytes, packed: bytes) -> bytes:
     return _ld(1, _ld(1, key) + _ld(2, _ld(3, _ld(1, packed))))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by tests/fuzz/fuzz_parse_example.py: the fast path does not check the "
-    "packed values of features the spec does not read (_fastparse, reported to the lead)",
-)
+# Found by tests/fuzz/fuzz_parse_example.py: the fast path must check the packed values
+# of features the spec does not read, as protobuf does.
 def test_fast_path_rejects_a_cut_varint_in_an_unread_feature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

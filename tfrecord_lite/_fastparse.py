@@ -202,6 +202,29 @@ def _decode_packed_varints(
     return values, counts
 
 
+def _packed_varints_ok(raw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per region of concatenated packed-varint regions: does it hold whole varints only?
+
+    A region must end on a varint's last byte (< 0x80) and hold no varint longer
+    than 10 bytes, or protobuf rejects the record, read or not.
+    """
+    n = len(lengths)
+    ok = np.ones(n, dtype=bool)
+    if len(raw) == 0:
+        return ok
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    nonempty = lengths > 0
+    ok[nonempty] = raw[offsets[1:][nonempty] - 1] < 0x80
+    ends = np.flatnonzero(raw < 0x80)
+    if len(ends):
+        widths = np.diff(ends, prepend=-1)
+        too_long = ends[widths > 10]
+        if len(too_long):
+            ok[np.searchsorted(offsets, too_long, side="right") - 1] = False
+    return ok
+
+
 def _run_template(
     data: np.ndarray,
     buf: bytes,
@@ -241,6 +264,11 @@ def _run_template(
         w.at_end(lend)
     if entries:
         w.at_end(fend)
+    for kind, a, b in raw_cols.values():
+        if kind == "int64_list":
+            w.ok &= _packed_varints_ok(_gather_regions(data, a, b), b)
+        elif kind == "float_list":
+            w.ok &= b % 4 == 0
     ok = w.ok
     cols: dict[str, FastColumn] = {}
     m = int(ok.sum())
@@ -489,6 +517,11 @@ def _layout_group(
     else:
         rows = data[starts[group][:, None] + np.arange(width)]
     ok = (rows[:, layout.struct] == layout.template).all(axis=1)
+    for kind, items in layout.regions.values():
+        if kind == "int64_list" and items and items[0][1]:
+            start, length = items[0]
+            block = np.ascontiguousarray(rows[:, start : start + length])
+            ok &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
     if not ok.all():
         rows = rows[ok]
     cols = _layout_columns(rows, layout, needed)
