@@ -28,10 +28,10 @@ from . import example_pb2
 from ._crc import crc_backend
 from ._errors import DataLossError, ParseError, TFRecordError
 from ._infer import FeatureStats, add_records, infer_schema, schema_from_stats
-from ._io import TFRecordWriter
+from ._io import SalvageInfo, TFRecordWriter, salvage_file
 from ._paths import expand_paths, shard_name
 from ._progress import Progress, progress
-from ._recover import Damage, Record, SalvageInfo, salvage_file
+from ._recover import Damage, Record
 from ._version import __version__
 
 __all__ = ["main"]

@@ -37,7 +37,7 @@ import os
 import struct
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional, Union
+from typing import IO, TYPE_CHECKING, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -64,7 +64,6 @@ __all__ = [
     "find_next_record",
     "find_next_record_in_file",
     "salvage",
-    "salvage_file",
 ]
 
 Buffer = Union[bytes, bytearray, memoryview]
@@ -516,83 +515,6 @@ def salvage(chunks: Iterable[Buffer], *, stream_size: Optional[int] = None) -> I
         yield from s.drain()
     yield from s.drain()
     yield from s.items(decoder.close())
-
-
-def _file_blocks(
-    f: IO[bytes], first: bytes, on_bytes: Optional[Callable[[int], None]]
-) -> Iterator[bytes]:
-    if first:
-        if on_bytes is not None:
-            on_bytes(len(first))
-        yield first
-    while True:
-        block = f.read(BLOCK_SIZE)
-        if not block:
-            return
-        if on_bytes is not None:
-            on_bytes(len(block))
-        yield block
-
-
-def _inflated(blocks: Iterator[bytes], compression: str, path: str) -> Iterator[bytes]:
-    from ._io import _inflate, _StreamEnd
-
-    try:
-        yield from _inflate(blocks, compression, path)
-    except _StreamEnd:
-        raise TruncatedRecordError(
-            f"the {compression} stream ends before its end marker: the file was cut short "
-            "or its writer was not closed",
-            path=path,
-        ) from None
-
-
-class SalvageInfo:
-    """Filled in by :func:`salvage_file` as it reads: what it found about the file."""
-
-    def __init__(self) -> None:
-        self.compression = ""
-        self.file_size = 0
-
-
-def salvage_file(
-    path: Union[str, os.PathLike[str]],
-    compression: str = "auto",
-    *,
-    on_bytes: Optional[Callable[[int], None]] = None,
-    info: Optional[SalvageInfo] = None,
-) -> Iterator[Item]:
-    """:func:`salvage` over a TFRecord file: plain, GZIP or ZLIB (``"auto"``: detected).
-
-    Errors carry the file's path; offsets are in the decompressed stream.
-    ``on_bytes(n)`` is called with the number of file bytes read, block by block
-    (for a progress bar); ``info`` receives the compression and the file's size.
-    """
-    from ._io import detect_compression
-
-    name = os.fspath(path)
-    with open(name, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        first = f.read(BLOCK_SIZE)
-        comp = compression.upper() if compression else ""
-        if comp == "NONE":
-            comp = ""
-        if comp == "AUTO":
-            comp = detect_compression(first)
-        if comp not in ("", "GZIP", "ZLIB"):
-            raise ValueError(f"compression must be auto, none, GZIP or ZLIB, got {compression!r}")
-        if info is not None:
-            info.compression = comp
-            info.file_size = size
-        blocks = _file_blocks(f, first, on_bytes)
-        chunks: Iterator[bytes] = _inflated(blocks, comp, name) if comp else blocks
-        for item in salvage(chunks, stream_size=None if comp else size):
-            if isinstance(item, Damage):
-                err = item.error
-                if err.path is None:
-                    err = err.with_location(path=name)  # type: ignore[assignment]
-                item = Damage(err, item.resume, item.exact)
-            yield item
 
 
 def describe_error(err: TFRecordError) -> str:

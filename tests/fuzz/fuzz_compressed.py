@@ -11,6 +11,7 @@ import io
 import sys
 from typing import Optional
 
+import _leakfix  # noqa: F401  (patches atheris before anything is instrumented)
 import atheris
 
 with atheris.instrument_imports(include=["tfrecord_lite"]):

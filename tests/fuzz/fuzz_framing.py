@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
+import _leakfix  # noqa: F401  (patches atheris before anything is instrumented)
 import atheris
 
 with atheris.instrument_imports(include=["tfrecord_lite"]):
