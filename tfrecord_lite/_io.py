@@ -929,7 +929,9 @@ class TFRecordReader:
         #: Every stretch skipped so far (``on_error`` "skip" or "stop"), in order.
         self.skipped: list[SkipReport] = []
         self._on_skip = on_skip
-        self._gen: Optional[Iterator[bytes]] = None
+        self._gen: Optional[Iterator[list[bytes]]] = None
+        self._batch: list[bytes] = []  # the decoder's current list, handed out from _pos
+        self._pos = 0
         self._closed = False
         self._lock = threading.RLock()
 
@@ -943,13 +945,22 @@ class TFRecordReader:
 
     def __next__(self) -> bytes:
         with self._lock:
+            pos = self._pos
+            if pos < len(self._batch):
+                self._pos = pos + 1
+                self.index += 1
+                return self._batch[pos]
             if self._closed:
                 raise ClosedError("Reader is closed.", path=self.path)
             if self._gen is None:
-                self._gen = self._records()
-            record = next(self._gen)
+                self._gen = self._batches()
+            while True:
+                batch = next(self._gen)  # StopIteration ends the iteration
+                if batch:
+                    break
+            self._batch, self._pos = batch, 1
             self.index += 1
-            return record
+            return batch[0]
 
     def _skipped(self, report: SkipReport) -> None:
         self.skipped.append(report)
@@ -958,24 +969,26 @@ class TFRecordReader:
         else:
             self._on_skip(report)
 
-    def _records(self) -> Iterator[bytes]:
+    def _batches(self) -> Iterator[list[bytes]]:
+        """Every file's records, a list at a time."""
         for source in self.files:
             self.path = _describe(source)
             self.index = 0
-            yield from read_records(
+            yield from _read_batches(
                 source,
                 self.compression,
-                verify=self.verify,
-                buffer_size=self.buffer_size,
-                on_error=self.on_error,
-                on_skip=self._skipped,
-                max_record_size=self.max_record_size,
+                self.verify,
+                self.buffer_size,
+                self.on_error,
+                self._skipped,
+                self.max_record_size,
             )
 
     def close(self) -> None:
         """Stop reading and close the current file. Idempotent."""
         with self._lock:
             self._closed = True
+            self._batch, self._pos = [], 0
             if self._gen is not None:
                 gen, self._gen = self._gen, None
                 gen.close()  # type: ignore[attr-defined]
@@ -1025,9 +1038,14 @@ def read_records(
     on_error = check_on_error(on_error)
     max_record_size = check_max_record_size(max_record_size)
     _check_callback(on_skip)
-    return _read_records(
-        source, compression, verify, buffer_size, on_error, on_skip, max_record_size
+    return _flatten(
+        _read_batches(source, compression, verify, buffer_size, on_error, on_skip, max_record_size)
     )
+
+
+def _flatten(batches: Iterator[list[bytes]]) -> Iterator[bytes]:
+    for batch in batches:
+        yield from batch
 
 
 def _check_callback(on_skip: object) -> None:
@@ -1048,7 +1066,7 @@ def _reporter(
     return report
 
 
-def _read_records(
+def _read_batches(
     source: PathOrFile,
     compression: str,
     verify: bool,
@@ -1056,7 +1074,8 @@ def _read_records(
     on_error: str,
     on_skip: Optional[Callable[[SkipReport], None]],
     max_record_size: Optional[int],
-) -> Iterator[bytes]:
+) -> Iterator[list[bytes]]:
+    """The records of one file, a list at a time (each list in file order)."""
     path = _describe(source)
     owns = not is_file_object(source)
     f: IO[bytes] = (
@@ -1094,7 +1113,7 @@ def _read_records(
             try:
                 for chunk in chunks:
                     decoder.feed(chunk)
-                    yield from _decoded(decoder)
+                    yield from _decoded_batches(decoder)
                     if decoder.stopped:
                         break
                     if seekable:
@@ -1103,7 +1122,7 @@ def _read_records(
                             f.seek(ahead, os.SEEK_CUR)
                             decoder._advance(ahead)
             except _StreamEnd:
-                yield from _decoded(decoder)
+                yield from _decoded_batches(decoder)
                 if on_error == "raise":
                     decoder.close()  # raises if the cut is inside a record
                 cut = TruncatedRecordError(
@@ -1115,16 +1134,16 @@ def _read_records(
                 )
                 if on_error == "raise":
                     raise cut from None
-                yield from decoder._close(cause=cut, cause_reason="truncated")
+                yield from _batched(decoder._close(cause=cut, cause_reason="truncated"))
                 return
             except CompressionError as err:
                 if on_error == "raise":
                     raise
-                yield from _decoded(decoder)
-                yield from decoder._close(cause=err, cause_reason="compression")
+                yield from _decoded_batches(decoder)
+                yield from _batched(decoder._close(cause=err, cause_reason="compression"))
                 return
-            yield from _decoded(decoder)  # a deferred error is raised here
-            yield from decoder.close()
+            yield from _decoded_batches(decoder)  # a deferred error is raised here
+            yield from _batched(decoder.close())
         except TFRecordError as err:
             if err.path is None and path is not None:
                 raise err.with_location(path=path) from None
@@ -1134,12 +1153,26 @@ def _read_records(
             f.close()
 
 
-def _decoded(decoder: RecordDecoder) -> Iterator[bytes]:
+def _decoded_batches(decoder: RecordDecoder) -> Iterator[list[bytes]]:
     while True:
         batch = decoder.records()
         if not batch:
             return
-        yield from batch
+        yield batch
+
+
+def _batched(records: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """The records as one list (from a generator: the ones before an error included)."""
+    out: list[bytes] = []
+    try:
+        for record in records:
+            out.append(record)
+    except BaseException:
+        if out:
+            yield out
+        raise
+    if out:
+        yield out
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -1183,7 +1216,8 @@ def tf_record_iterator(
         on_skip=on_skip,
         max_record_size=max_record_size,
     ) as reader:
-        yield from reader
+        for batch in reader._batches():  # records straight from the decoder's lists
+            yield from batch
 
 
 def open(  # mirrors the builtin, like gzip.open
