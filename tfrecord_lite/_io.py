@@ -27,7 +27,7 @@ import struct
 import threading
 import weakref
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import IO, Any, Callable, Optional, Union
 
 from ._crc import crc32c, mask
@@ -817,10 +817,10 @@ def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Ite
             except zlib.error as err:
                 # zlib drops the output of a call that fails: decode again up to the
                 # damage, so the intact records before it are still returned.
-                yield from _salvage(saved, data)
+                bad = yield from _salvage(saved, data)
                 raise CompressionError(
-                    f"the {compression} stream is damaged: {err} (near compressed byte "
-                    f"{consumed}); the file is corrupt, or is not {compression}",
+                    f"the {compression} stream is damaged: {err} (noticed at compressed "
+                    f"byte {consumed + bad}); the file is corrupt, or is not {compression}",
                     path=path,
                 ) from None
             if out:
@@ -849,8 +849,11 @@ def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Ite
             raise _StreamEnd()
 
 
-def _salvage(z: Any, data: bytes) -> Iterator[bytes]:
-    """Yield what ``z`` decompresses from ``data`` before the first byte it rejects."""
+def _salvage(z: Any, data: bytes) -> Generator[bytes, None, int]:
+    """Yield what ``z`` decompresses from ``data`` before the first byte it rejects.
+
+    Returns the offset in ``data`` of that byte (where zlib noticed the damage).
+    """
     pos = 0
     step = 4096
     while pos < len(data) and not z.eof:
@@ -860,12 +863,13 @@ def _salvage(z: Any, data: bytes) -> Iterator[bytes]:
             out = z.decompress(piece, INFLATE_CHUNK)
         except zlib.error:
             if step == 1:
-                return
+                return pos
             z, step = saved, 1  # find the exact byte
             continue
         if out:
             yield out
         pos += len(piece) - len(z.unconsumed_tail)
+    return pos
 
 
 class TFRecordReader:
