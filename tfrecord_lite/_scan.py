@@ -80,16 +80,22 @@ def _boundaries(
             starts = list(range(0, good * step, step))
             lengths = [first] * good
             pos = good * step
-    while end - pos >= HEADER_SIZE and len(starts) != max_records:
+    left = max_records - len(starts) if max_records >= 0 else end  # records still allowed
+    add_start = starts.append
+    add_length = lengths.append
+    last = end - HEADER_SIZE  # a header must start at or before this offset
+    while pos <= last and left:
         (length,) = unpack(buf, pos)
-        total = length + OVERHEAD
-        if end - pos < total:
+        nxt = pos + length + OVERHEAD
+        if nxt > end:
             # Bytes that are here are fine even past ``limit`` (a file that grew since
             # its size was taken); a claim is an error only for bytes that are not.
+            total = length + OVERHEAD
             return starts, lengths, pos, total, limit is not None and pos + total > limit
-        starts.append(pos)
-        lengths.append(length)
-        pos += total
+        add_start(pos)
+        add_length(length)
+        pos = nxt
+        left -= 1
     return starts, lengths, pos, HEADER_SIZE, False
 
 
