@@ -29,6 +29,10 @@ Reading rules (TensorFlow's ``RecordReader``, with one deliberate difference):
 * stream ends inside the 12-byte header -> :class:`TruncatedRecordError`
   (TensorFlow stops silently here; a file cut short is data loss and we say so)
 
+That is ``on_error="raise"``. ``"skip"`` reports each problem as a
+:class:`~tfrecord_lite.SkipReport` and resynchronises on the next intact record
+(:mod:`tfrecord_lite._recover`); ``"stop"`` reports the first one and ends there.
+
 Nothing here allocates according to a length field before the bytes it
 describes have arrived, so a hostile 16-byte input that claims a 2**62-byte
 record costs nothing.

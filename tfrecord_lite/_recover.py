@@ -17,12 +17,10 @@ Sans-I/O pieces (used by :class:`tfrecord_lite.RecordDecoder` in
 * :func:`crc32c_combine` joins the CRCs of two pieces, so a record's CRC can be
   checked piece by piece without holding it whole.
 
-Over files:
-
-* :func:`find_next_record_in_file` is :func:`find_next_record` over a seekable
-  binary file, in bounded memory.
-* :func:`salvage` / :func:`salvage_file` yield every intact record *and* every
-  damaged span of a stream or file (the ``verify`` / ``recover`` CLI commands).
+Over files: :func:`find_next_record_in_file` is :func:`find_next_record` over a
+seekable binary file, in bounded memory; :func:`salvage` yields every intact record
+*and* every damaged span of a stream given as chunks (``tfrecord_lite._io.salvage_file``
+runs it over a file, for the ``verify`` / ``convert`` CLI commands).
 
 A GZIP/ZLIB stream that is itself damaged cannot be resumed (TensorFlow's
 writers emit one deflate stream with no sync points): reading stops there, with
@@ -77,7 +75,7 @@ RECORD_OVERHEAD = 16
 MAX_RESYNC_LENGTH = 2**40
 #: Candidate positions examined per vectorised step.
 _WINDOW = 1 << 16
-#: Block size of the file wrapper and of :func:`salvage_file`.
+#: Block size of :func:`find_next_record_in_file`.
 BLOCK_SIZE = 1 << 20
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")

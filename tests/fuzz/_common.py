@@ -110,31 +110,13 @@ def outcome(fn: Callable[[], Any]) -> Any:
         return ("error", type(err).__name__)
 
 
-#: Set to 1 to let a long run go past the known fast-path issue below (off by default:
-#: `make fuzz` fails on it until it is fixed; tests/test_hostile.py has it as an xfail).
-IGNORE_KNOWN = os.environ.get("TFRECORD_LITE_FUZZ_IGNORE_KNOWN") == "1"
-
-
-def _known_issue(fast: Any, generic: Any, fn: Callable[[], Any]) -> bool:
-    """The fast path accepts a record protobuf rejects (it does not check the values
-    of features the spec does not read)."""
-    if not (IGNORE_KNOWN and fast[0] == "ok" and generic == ("error", "ParseError")):
-        return False
-    try:
-        fn()
-    except tfr.ParseError as err:
-        return "Could not parse" in str(err)
-    return False
-
-
 def fast_and_generic(fn: Callable[[], Any]) -> Any:
     """Run ``fn`` with the vectorized fast path on, then off: the results must agree."""
     os.environ["TFRECORD_LITE_FASTPATH"] = "1"
     fast = outcome(fn)
     os.environ["TFRECORD_LITE_FASTPATH"] = "0"
     generic = outcome(fn)
-    known = fast != generic and _known_issue(fast, generic, fn)
     os.environ["TFRECORD_LITE_FASTPATH"] = "1"
-    if fast != generic and not known:
+    if fast != generic:
         raise AssertionError(f"fast path and generic path disagree:\n{fast!r}\n!=\n{generic!r}")
     return generic

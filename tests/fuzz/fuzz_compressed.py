@@ -11,7 +11,7 @@ import io
 import sys
 from typing import Optional
 
-import _leakfix  # noqa: F401  (patches atheris before anything is instrumented)
+import _leakfix
 import atheris
 
 with atheris.instrument_imports(include=["tfrecord_lite"]):
@@ -57,5 +57,5 @@ def TestOneInput(data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Setup(sys.argv, _leakfix.guarded(TestOneInput))
     atheris.Fuzz()
