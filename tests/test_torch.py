@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import time
 from collections import Counter
 from types import SimpleNamespace
 from typing import Any
@@ -148,6 +150,12 @@ def test_dataloader_batching_as_tensors_and_early_break(tmp_path):
     for k, _ in enumerate(loader):
         if k == 3:
             break
+    del loader
+    gc.collect()
+    # The loader's threads stop when it is dropped; under load that takes a moment.
+    deadline = time.monotonic() + 20
+    while threading.active_count() > baseline + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert threading.active_count() <= baseline + 1  # DataLoader's own watchdog may linger briefly
 
 
