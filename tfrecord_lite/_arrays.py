@@ -33,9 +33,9 @@ import numpy as np
 from ._example import _encode_columns, bytes_rows
 from ._infer import DEFAULT_SAMPLE, infer_schema
 from ._io import TFRecordOptions, TFRecordReader, TFRecordWriter
-from ._parse import ParsedValue, parse_example
+from ._parse import ParsedValue, padding_value, parse_example
 from ._paths import PathOrFile
-from ._schema import FeatureSpec, FixedLenSequenceFeature, string, validate_features
+from ._schema import FeatureSpec, FixedLenSequenceFeature, validate_features
 from ._values import RaggedValue, SparseValue
 
 __all__ = ["concat_parsed", "read_examples", "write_examples"]
@@ -194,10 +194,7 @@ def concat_parsed(
         elif isinstance(spec, FixedLenSequenceFeature):
             arrays: list[np.ndarray] = parts  # type: ignore[assignment]
             rows = max(a.shape[1] for a in arrays)
-            if spec.default_value is None:
-                fill: Any = b"" if spec.dtype is string else 0
-            else:
-                fill = np.asarray(spec.default_value).reshape(()).item()
+            fill = padding_value(spec)
             padded = []
             for a in arrays:
                 if a.shape[1] < rows:

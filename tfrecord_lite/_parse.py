@@ -446,6 +446,13 @@ def _var_len(spec: VarLenFeature, col: Column) -> SparseValue:
     )
 
 
+def padding_value(spec: FixedLenSequenceFeature) -> Any:
+    """What pads a ``FixedLenSequenceFeature`` batch: its default, else 0 / b""."""
+    if spec.default_value is not None:
+        return np.asarray(spec.default_value).reshape(()).item()
+    return b"" if spec.dtype is string else 0
+
+
 def _fixed_len_sequence(
     key: str, spec: FixedLenSequenceFeature, col: Column, where: _Where
 ) -> np.ndarray:
@@ -467,10 +474,7 @@ def _fixed_len_sequence(
         )
     rows = col.counts // stride if stride else np.zeros(n, dtype=np.int64)
     max_rows = int(rows.max()) if n else 0
-    if spec.default_value is not None:
-        fill = np.asarray(spec.default_value).reshape(()).item()
-    else:
-        fill = b"" if spec.dtype is string else 0
+    fill = padding_value(spec)
     out = _filled((n, max_rows * stride), fill, spec.dtype)
     if stride and len(col.values):
         # Row i's values go to out[i, :counts[i]]: flat positions i*width + 0..counts[i].
@@ -800,10 +804,7 @@ def _sequence_assemble(
                 f"values size: {int(col.counts[s])} but output shape: {_shape_str(shape)}",
             )
         max_steps = int(steps.max()) if n else 0
-        if spec.default_value is not None:
-            fill = np.asarray(spec.default_value).reshape(()).item()
-        else:
-            fill = b"" if spec.dtype is string else 0
+        fill = padding_value(spec)
         out = _filled((n, max_steps, size), fill, spec.dtype)
         if len(col.values):
             starts = _row_starts(steps)
