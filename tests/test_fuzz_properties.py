@@ -17,8 +17,8 @@ import os
 import zlib
 from typing import Any, Callable, Optional
 
-import numpy as np
 import pytest
+from _helpers import outcome
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -224,40 +224,13 @@ SPECS: list[dict[str, Any]] = [
 ]
 
 
-def _canon(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _canon(v) for k, v in value.items()}
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_canon(v) for v in value)
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind == "f":
-            # Bit patterns (-0.0 != 0.0), every NaN alike: protobuf's float -> double
-            # -> float round trip quiets a signaling NaN, the fast path keeps its bits.
-            bits = value.view(f"u{value.dtype.itemsize}").copy()
-            bits[np.isnan(value)] = 0
-            return (value.dtype.str, value.shape, bits.tolist(), np.isnan(value).tolist())
-        return (value.dtype.str, value.shape, value.tolist())
-    if isinstance(value, tfr.SparseValue):
-        return ("sparse", *(_canon(v) for v in value))
-    if isinstance(value, tfr.RaggedValue):
-        return ("ragged", _canon(value.values), _canon(value.row_splits))
-    return value
-
-
-def _outcome(fn: Callable[[], Any]) -> Any:
-    try:
-        return ("ok", _canon(fn()))
-    except (tfr.ParseError, ValueError, TypeError) as err:
-        return ("error", type(err).__name__)
-
-
 def _fast_and_generic(fn: Callable[[], Any]) -> Any:
     old = os.environ.get("TFRECORD_LITE_FASTPATH")
     try:
         os.environ["TFRECORD_LITE_FASTPATH"] = "1"
-        fast = _outcome(fn)
+        fast = outcome(fn)
         os.environ["TFRECORD_LITE_FASTPATH"] = "0"
-        generic = _outcome(fn)
+        generic = outcome(fn)
     finally:
         if old is None:
             os.environ.pop("TFRECORD_LITE_FASTPATH", None)
@@ -279,8 +252,8 @@ def test_parse_example_on_damaged_records(examples: Any, ops: Any, spec: int) ->
         i = which % len(records)
         records[i] = _damage(records[i], damage)
     _fast_and_generic(lambda: tfr.parse_example(records, SPECS[spec]))
-    _outcome(lambda: tfr.parse_single_example(records[0], SPECS[spec]))
-    _outcome(lambda: tfr.infer_schema(records))
+    outcome(lambda: tfr.parse_single_example(records[0], SPECS[spec]))
+    outcome(lambda: tfr.infer_schema(records))
 
 
 @FAST
@@ -289,11 +262,11 @@ def test_parsers_on_arbitrary_bytes(blobs: list[bytes], spec: int) -> None:
     batch = blobs + [tfr.encode_example({"a": [1, 2]})] * 8  # so the fast path runs
     _fast_and_generic(lambda: tfr.parse_example(batch, SPECS[spec]))
     seq_spec = {"s": tfr.VarLenFeature(tfr.int64), "t": tfr.RaggedFeature(tfr.string)}
-    _outcome(
+    outcome(
         lambda: tfr.parse_sequence_example(blobs, {"c": tfr.VarLenFeature(tfr.string)}, seq_spec)
     )
-    _outcome(lambda: tfr.parse_single_sequence_example(blobs[0], None, seq_spec))
-    _outcome(lambda: tfr.infer_schema(blobs))
+    outcome(lambda: tfr.parse_single_sequence_example(blobs[0], None, seq_spec))
+    outcome(lambda: tfr.infer_schema(blobs))
 
 
 @settings(max_examples=max(60, EXAMPLES // 2), deadline=None)
@@ -313,10 +286,10 @@ def test_parse_sequence_example_on_damaged_records(context: Any, lists: Any, ops
         return
     bad = _damage(good, ops)
     spec = {"s": tfr.RaggedFeature(tfr.int64), "t": tfr.VarLenFeature(tfr.string)}
-    _outcome(
+    outcome(
         lambda: tfr.parse_sequence_example([good, bad], {"a": tfr.VarLenFeature(tfr.int64)}, spec)
     )
-    _outcome(lambda: tfr.parse_single_sequence_example(bad, None, spec))
+    outcome(lambda: tfr.parse_single_sequence_example(bad, None, spec))
 
 
 def test_properties_module_is_collected() -> None:

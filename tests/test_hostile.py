@@ -19,8 +19,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import pytest
+from _helpers import outcome
 from conftest import COMPRESSIONS
 
 import tfrecord_lite as tfr
@@ -28,7 +28,6 @@ from tfrecord_lite import _io
 from tfrecord_lite._framing import record_header
 
 # Errors a caller may see for bad data or bad arguments; anything else is a bug.
-ALLOWED = (tfr.TFRecordError, ValueError, TypeError)
 
 
 def _varint(n: int) -> bytes:
@@ -298,38 +297,11 @@ def _nest(depth: int) -> bytes:
 HOSTILE_RECORDS["deep nesting"] = _nest(2000)
 
 
-def _canon(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _canon(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return [_canon(v) for v in value]
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind == "f":
-            # Bit patterns (-0.0 != 0.0), every NaN alike: protobuf's float -> double
-            # -> float round trip quiets a signaling NaN, the fast path keeps its bits.
-            bits = value.view(f"u{value.dtype.itemsize}").copy()
-            bits[np.isnan(value)] = 0
-            return (value.dtype.str, value.shape, bits.tolist(), np.isnan(value).tolist())
-        return (value.dtype.str, value.shape, value.tolist())
-    if isinstance(value, tfr.SparseValue):
-        return ("sparse", *(_canon(v) for v in value))
-    if isinstance(value, tfr.RaggedValue):
-        return ("ragged", _canon(value.values), _canon(value.row_splits))
-    return value
-
-
-def _outcome(fn: Callable[[], Any]) -> Any:
-    try:
-        return ("ok", _canon(fn()))
-    except ALLOWED as err:
-        return ("error", type(err).__name__)
-
-
 def _both_paths(fn: Callable[[], Any], monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1")
-    fast = _outcome(fn)
+    fast = outcome(fn)
     monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "0")
-    generic = _outcome(fn)
+    generic = outcome(fn)
     assert fast[0] == generic[0], (fast, generic)
     if fast[0] == "ok":
         assert fast == generic
@@ -352,7 +324,7 @@ def test_hostile_records_through_every_parser(name: str, monkeypatch: pytest.Mon
         monkeypatch,
     )
     _both_paths(lambda: tfr.parse_single_sequence_example(bad, ctx_spec, seq_spec), monkeypatch)
-    _outcome(lambda: tfr.infer_schema([GOOD, bad, GOOD]))
+    outcome(lambda: tfr.infer_schema([GOOD, bad, GOOD]))
 
 
 def test_non_examples_are_parse_errors() -> None:

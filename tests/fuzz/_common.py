@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
 from typing import Any, Callable
-
-import numpy as np
 
 import tfrecord_lite as tfr
 
-#: What a parser may raise on bad input; anything else is a crash.
-ALLOWED = (tfr.TFRecordError, ValueError, TypeError)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+# ALLOWED: what a parser may raise on bad input; anything else is a crash.
+from _helpers import ALLOWED, canon, outcome  # noqa: F401  (re-exported to the targets)
 
 EXAMPLE_SPECS: list[dict[str, Any]] = [
     {},
@@ -81,33 +81,6 @@ def batch_of(records: list[bytes], flags: int) -> list[bytes]:
     if flags & 1 and records:
         return (records * (8 // len(records) + 1))[: max(8, len(records))]
     return records
-
-
-def canon(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: canon(v) for k, v in value.items()}
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(canon(v) for v in value)
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind == "f":
-            # Bit patterns (-0.0 != 0.0), every NaN alike: protobuf's float -> double
-            # -> float round trip quiets a signaling NaN, the fast path keeps its bits.
-            bits = value.view(f"u{value.dtype.itemsize}").copy()
-            bits[np.isnan(value)] = 0
-            return (value.dtype.str, value.shape, bits.tolist(), np.isnan(value).tolist())
-        return (value.dtype.str, value.shape, value.tolist())
-    if isinstance(value, tfr.SparseValue):
-        return ("sparse", *(canon(v) for v in value))
-    if isinstance(value, tfr.RaggedValue):
-        return ("ragged", canon(value.values), canon(value.row_splits))
-    return value
-
-
-def outcome(fn: Callable[[], Any]) -> Any:
-    try:
-        return ("ok", canon(fn()))
-    except ALLOWED as err:
-        return ("error", type(err).__name__)
 
 
 def fast_and_generic(fn: Callable[[], Any]) -> Any:

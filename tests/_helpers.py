@@ -1,0 +1,46 @@
+"""Helpers shared by the property tests and the fuzz targets (tests/fuzz/).
+
+:func:`canon` turns any parse result into plain data that compares exactly, so two
+code paths (the vectorized extractor and the protobuf path) can be checked against
+each other; :func:`outcome` runs a call and gives its result or the documented error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import tfrecord_lite as tfr
+
+#: What hostile input may raise: the library's errors, or ValueError / TypeError.
+ALLOWED = (tfr.TFRecordError, ValueError, TypeError)
+
+
+def canon(value: Any) -> Any:
+    """Plain, exactly comparable data for a parse result (dicts, arrays, sparse, ragged)."""
+    if isinstance(value, dict):
+        return {k: canon(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return [canon(v) for v in value]
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            # Bit patterns (-0.0 != 0.0), every NaN alike: protobuf's float -> double
+            # -> float round trip quiets a signaling NaN, the fast path keeps its bits.
+            bits = value.view(f"u{value.dtype.itemsize}").copy()
+            bits[np.isnan(value)] = 0
+            return (value.dtype.str, value.shape, bits.tolist(), np.isnan(value).tolist())
+        return (value.dtype.str, value.shape, value.tolist())
+    if isinstance(value, tfr.SparseValue):
+        return ("sparse", *(canon(v) for v in value))
+    if isinstance(value, tfr.RaggedValue):
+        return ("ragged", canon(value.values), canon(value.row_splits))
+    return value
+
+
+def outcome(fn: Callable[[], Any], allowed: tuple[type[BaseException], ...] = ALLOWED) -> Any:
+    """``("ok", canon(result))`` or ``("error", class name)`` for an allowed error."""
+    try:
+        return ("ok", canon(fn()))
+    except allowed as err:
+        return ("error", type(err).__name__)
