@@ -156,7 +156,20 @@ def image_folder(out: str, per_class: int) -> None:
     shards = os.path.join(out, "shards", "digits")
     cli = [sys.executable, "-m", "tfrecord_lite"]
     commands = [
-        [*cli, "from-images", folder, shards, "--shards", "2", "--encode", "png", "--quiet"],
+        [
+            *cli,
+            "from-images",
+            folder,
+            shards,
+            "--shards",
+            "2",
+            "--encode",
+            "png",
+            "--shuffle",
+            "--seed",
+            "0",
+            "--quiet",
+        ],
         [*cli, "info", f"{shards}-*"],
         [*cli, "verify", f"{shards}-*"],
         [
