@@ -956,15 +956,15 @@ def test_writer_threads_racing_close(tmp_path: Path, compression: str) -> None:
         while not stop.is_set():
             try:
                 writer.write(b"%d-%d " % (t, i) + bytes(i % 70))
+                written.append(t)
+                i += 1
+                if i % 50 == 0:
+                    writer.flush()  # may meet the close() too: ClosedError, as write does
             except tfr.ClosedError:
                 return
             except BaseException as err:  # pragma: no cover - the test fails below
                 errors.append(err)
                 return
-            written.append(t)
-            i += 1
-            if i % 50 == 0:
-                writer.flush()
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
     for t in threads:
