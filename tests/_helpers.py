@@ -17,6 +17,25 @@ import tfrecord_lite as tfr
 ALLOWED = (tfr.TFRecordError, ValueError, TypeError)
 
 
+def varint(n: int) -> bytes:
+    """Protobuf varint of ``n`` (negative ints as their 64-bit two's complement)."""
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        low = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def ld(field: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field: tag, length, payload."""
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
 def canon(value: Any) -> Any:
     """Plain, exactly comparable data for a parse result (dicts, arrays, sparse, ragged)."""
     if isinstance(value, dict):

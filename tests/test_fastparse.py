@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _helpers import ld as _ld
+from _helpers import varint as _varint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,21 +24,6 @@ import tfrecord_lite as tfr
 from tfrecord_lite import _fastparse
 
 KINDS = {"int64_list": tfr.int64, "float_list": tfr.float32, "bytes_list": tfr.string}
-
-
-def _varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
-def _ld(field: int, payload: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
 
 
 def _list(kind: str, values: list[Any], style: str) -> bytes:

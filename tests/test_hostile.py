@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from _helpers import ld as _ld
 from _helpers import outcome
+from _helpers import varint as _varint
 from conftest import COMPRESSIONS
 
 import tfrecord_lite as tfr
@@ -28,20 +30,6 @@ from tfrecord_lite import _io
 from tfrecord_lite._framing import record_header
 
 # Errors a caller may see for bad data or bad arguments; anything else is a bug.
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _ld(field: int, payload: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
 
 
 # --------------------------------------------------------------------------- files

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
+from _helpers import ld, varint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -74,24 +75,6 @@ def seq_ex(
         for step in steps:
             fl.feature.add().CopyFrom(feature(step))
     return s.SerializeToString()
-
-
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def ld(field: int, payload: bytes) -> bytes:
-    """A length-delimited field."""
-    return varint(field << 3 | 2) + varint(len(payload)) + payload
 
 
 def wire_list(kind: str, chunks: list[tuple[str, list[Any]]]) -> bytes:

@@ -48,6 +48,8 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 tf = pytest.importorskip("tensorflow")
 tf.get_logger().setLevel("ERROR")
 
+from _helpers import ld, varint  # noqa: E402
+
 import tfrecord_lite as tfr  # noqa: E402
 from tfrecord_lite import example_pb2, feature_pb2  # noqa: E402
 
@@ -81,23 +83,6 @@ Record = dict[str, Optional[tuple[str, list[Any]]]]
 
 
 # --------------------------------------------------------------------------- encodings
-
-
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def ld(field: int, payload: bytes) -> bytes:
-    return varint(field << 3 | 2) + varint(len(payload)) + payload
 
 
 def wire_feature(value: Optional[tuple[str, list[Any]]], packed: bool) -> bytes:
