@@ -36,7 +36,7 @@ import numpy as np
 from ._schema import DType, float32, int64, string
 from ._wire import encode_varint
 
-__all__ = ["FastColumn", "enabled", "extract"]
+__all__ = ["FastColumn", "enabled", "extract", "merge_columns"]
 
 #: Templates tried per batch before the remaining records go the generic way.
 MAX_TEMPLATES = 4
@@ -59,7 +59,14 @@ def enabled() -> bool:
 
 
 class FastColumn(NamedTuple):
-    """One key's values for the records a template matched (see ``_parse.Column``)."""
+    """Everything parsing needs of one feature key over a batch of records.
+
+    ``present[i]``: record ``i`` has the key with a kind set (a key mapped to an
+    empty ``Feature()`` counts as absent, as in TensorFlow); ``counts[i]``: its
+    number of values (0 when absent); ``values``: all records' values, concatenated.
+    Both extractors produce it: this module's, and the generic one in ``_parse``
+    (which calls it ``Column``).
+    """
 
     present: np.ndarray
     counts: np.ndarray
@@ -588,6 +595,29 @@ def extract(
     return handled, _merge(parts, handled, needed)
 
 
+def merge_columns(n: int, parts: list[tuple[np.ndarray, FastColumn]], dtype: DType) -> FastColumn:
+    """Interleave columns covering disjoint record subsets back into record order.
+
+    ``parts`` pairs each column with the positions (among ``n``) of its records.
+    """
+    present = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=np.int64)
+    for idx, col in parts:
+        present[idx] = col.present
+        counts[idx] = col.counts
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    values = np.empty(int(offsets[-1]), dtype=object if dtype is string else dtype.np_dtype)
+    for idx, col in parts:
+        local = np.zeros(len(col.counts) + 1, dtype=np.int64)
+        np.cumsum(col.counts, out=local[1:])
+        dest = np.arange(len(col.values), dtype=np.int64) + np.repeat(
+            offsets[idx] - local[:-1], col.counts
+        )
+        values[dest] = col.values
+    return FastColumn(present, counts, values)
+
+
 def _merge(
     parts: list[tuple[np.ndarray, dict[str, FastColumn]]],
     handled: np.ndarray,
@@ -598,23 +628,7 @@ def _merge(
         return parts[0][1]
     pos_of = np.cumsum(handled) - 1  # record index -> position among handled records
     m = int(handled.sum())
-    out: dict[str, FastColumn] = {}
-    for name, dtype in needed.items():
-        present = np.zeros(m, dtype=bool)
-        counts = np.zeros(m, dtype=np.int64)
-        for idx, cols in parts:
-            present[pos_of[idx]] = cols[name].present
-            counts[pos_of[idx]] = cols[name].counts
-        offsets = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        values = np.empty(int(offsets[-1]), dtype=object if dtype is string else dtype.np_dtype)
-        for idx, cols in parts:
-            col = cols[name]
-            local = np.zeros(len(col.counts) + 1, dtype=np.int64)
-            np.cumsum(col.counts, out=local[1:])
-            dest = np.arange(len(col.values), dtype=np.int64) + np.repeat(
-                offsets[pos_of[idx]] - local[:-1], col.counts
-            )
-            values[dest] = col.values
-        out[name] = FastColumn(present, counts, values)
-    return out
+    return {
+        name: merge_columns(m, [(pos_of[idx], cols[name]) for idx, cols in parts], dtype)
+        for name, dtype in needed.items()
+    }

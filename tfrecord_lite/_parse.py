@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -239,17 +239,8 @@ class _Where:
 # --------------------------------------------------------------------------- extract
 
 
-class Column(NamedTuple):
-    """Everything parsing needs of one feature key over a batch of records.
-
-    ``present[i]``: record ``i`` has the key with a kind set (a key mapped to an
-    empty ``Feature()`` counts as absent, as in TensorFlow); ``counts[i]``: its
-    number of values (0 when absent); ``values``: all records' values, concatenated.
-    """
-
-    present: np.ndarray
-    counts: np.ndarray
-    values: np.ndarray
+#: One feature key's values over a batch (see :class:`~tfrecord_lite._fastparse.FastColumn`).
+Column = _fastparse.FastColumn
 
 
 def _decode(
@@ -358,27 +349,6 @@ def extract_columns(
     return {key: _column(feature_maps, key, dtype, where, indices) for key, dtype in needed.items()}
 
 
-def _merge_columns(n: int, parts: list[tuple[np.ndarray, Column]]) -> Column:
-    """Interleave columns that cover disjoint record subsets back into record order."""
-    present = np.zeros(n, dtype=bool)
-    counts = np.zeros(n, dtype=np.int64)
-    for idx, col in parts:
-        present[idx] = col.present
-        counts[idx] = col.counts
-    offsets = _row_starts(counts)
-    dtype = next(
-        (col.values.dtype for _, col in parts if len(col.values)), parts[0][1].values.dtype
-    )
-    values = np.empty(int(offsets[-1]), dtype=dtype)
-    for idx, col in parts:
-        local = _row_starts(col.counts)
-        dest = np.arange(len(col.values), dtype=np.int64) + np.repeat(
-            offsets[idx] - local[:-1], col.counts
-        )
-        values[dest] = col.values
-    return Column(present, counts, values)
-
-
 def _extract(records: list[bytes], needed: Mapping[str, DType], where: _Where) -> dict[str, Column]:
     """Columns for every needed key: the vectorized path where it applies, else protobuf."""
     n = len(records)
@@ -388,7 +358,7 @@ def _extract(records: list[bytes], needed: Mapping[str, DType], where: _Where) -
         return extract_columns(maps, needed, where)
     handled, fast_cols = fast
     if handled.all():
-        return {key: Column(*col) for key, col in fast_cols.items()}
+        return fast_cols
     rest = np.flatnonzero(~handled)
     rest_list = rest.tolist()
     examples = _decode([records[i] for i in rest_list], where, example_pb2.Example, rest_list)
@@ -396,7 +366,9 @@ def _extract(records: list[bytes], needed: Mapping[str, DType], where: _Where) -
     slow_cols = extract_columns(maps, needed, where, rest_list)
     done = np.flatnonzero(handled)
     return {
-        key: _merge_columns(n, [(done, Column(*fast_cols[key])), (rest, slow_cols[key])])
+        key: _fastparse.merge_columns(
+            n, [(done, fast_cols[key]), (rest, slow_cols[key])], needed[key]
+        )
         for key in needed
     }
 
