@@ -29,6 +29,8 @@ import sys
 import warnings
 from typing import Callable, Union
 
+import numpy as np
+
 __all__ = [
     "MASK_DELTA",
     "available_crc_backends",
@@ -37,6 +39,7 @@ __all__ = [
     "crc_backend",
     "get_crc_function",
     "mask",
+    "mask_array",
     "masked_crc32c",
     "unmask",
 ]
@@ -64,6 +67,13 @@ def mask(crc: int) -> int:
     """Return TensorFlow's masked form of a 32-bit CRC."""
     crc &= _U32
     return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & _U32
+
+
+def mask_array(crcs: np.ndarray) -> np.ndarray:
+    """:func:`mask` of every CRC in an array, as uint64 (no overflow warnings)."""
+    c = crcs.astype(np.uint64)
+    rotated = (c >> np.uint64(15)) | (c << np.uint64(17))
+    return (rotated + np.uint64(MASK_DELTA)) & np.uint64(_U32)
 
 
 def unmask(masked: int) -> int:

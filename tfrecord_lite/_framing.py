@@ -51,7 +51,7 @@ from typing import Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from ._crc import MASK_DELTA, crc32c, mask, unmask
+from ._crc import crc32c, mask, mask_array, unmask
 from ._errors import CorruptRecordError, RecordTooLargeError, TFRecordError, TruncatedRecordError
 from ._recover import (
     SkipReport,
@@ -111,10 +111,7 @@ def frame_parts(records: list[bytes]) -> tuple[list[bytes], int]:
     if n == 0:
         return [], 0
     crcs = np.fromiter(map(crc32c, records), dtype=np.uint64, count=n)
-    masked = (
-        ((crcs >> np.uint64(15)) | (crcs << np.uint64(17))) + np.uint64(MASK_DELTA)
-    ) & np.uint64(0xFFFFFFFF)
-    footers = masked.astype("<u4").tobytes()
+    footers = mask_array(crcs).astype("<u4").tobytes()
     parts: list[bytes] = [b""] * (3 * n)
     lengths = list(map(len, records))
     parts[0::3] = map(record_header, lengths)

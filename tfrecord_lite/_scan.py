@@ -23,7 +23,7 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
-from ._crc import MASK_DELTA, crc32c
+from ._crc import crc32c, mask, mask_array
 
 __all__ = ["Scan", "scan"]
 
@@ -32,7 +32,6 @@ Buffer = Union[bytes, bytearray, memoryview]
 HEADER_SIZE = 12
 OVERHEAD = 16
 _U64 = struct.Struct("<Q")
-_U32 = 0xFFFFFFFF
 
 
 class Scan(NamedTuple):
@@ -49,11 +48,6 @@ class Scan(NamedTuple):
     consumed: int
     problem: Optional[str]
     need: int
-
-
-def _masked(crcs: np.ndarray) -> np.ndarray:
-    c = crcs.astype(np.uint64)
-    return (((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(MASK_DELTA)) & np.uint64(_U32)
 
 
 def _boundaries(
@@ -100,9 +94,7 @@ def _boundaries(
 
 
 def _header_ok(buf: Buffer, pos: int) -> bool:
-    c = crc32c(buf[pos : pos + 8])
-    masked = (((c >> 15) | (c << 17)) + MASK_DELTA) & _U32
-    return masked == int.from_bytes(buf[pos + 8 : pos + 12], "little")
+    return mask(crc32c(buf[pos : pos + 8])) == int.from_bytes(buf[pos + 8 : pos + 12], "little")
 
 
 def scan(
@@ -128,7 +120,7 @@ def scan(
         hdr = data[s[:, None] + np.arange(HEADER_SIZE)]
         stored_hdr = hdr[:, 8:12].copy().view("<u4")[:, 0].astype(np.uint64)
         uniq, inverse = np.unique(ln, return_inverse=True)
-        expected = _masked(
+        expected = mask_array(
             np.array([crc32c(_U64.pack(int(u))) for u in uniq.tolist()], dtype=np.uint64)
         )[inverse.reshape(-1)]
         bad = np.flatnonzero(stored_hdr != expected)
@@ -141,7 +133,7 @@ def scan(
             crcs = np.fromiter(map(crc32c, records[:m] if m < n else records), np.uint64, m)
             foot = s[:m] + HEADER_SIZE + ln[:m].astype(np.int64)
             stored = data[foot[:, None] + np.arange(4)].copy().view("<u4")[:, 0].astype(np.uint64)
-            bad = np.flatnonzero(_masked(crcs) != stored)
+            bad = np.flatnonzero(mask_array(crcs) != stored)
             if len(bad):
                 bad_at = int(bad[0])
                 problem = "data"
