@@ -21,6 +21,8 @@ from typing import Any
 
 import google.protobuf as protobuf
 import pytest
+from _helpers import ld as _ld
+from _helpers import varint as _varint
 from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import FieldDescriptor
 
@@ -72,33 +74,14 @@ def _as_dict(ex: example_pb2.Example) -> dict[str, tuple[str | None, list[object
 # -- hand-built wire format -------------------------------------------------
 
 
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1  # int64 is encoded as its two's complement
-    out = bytearray()
-    while True:
-        low = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
 def _tag(field: int, wire_type: int) -> bytes:
     return _varint(field << 3 | wire_type)
 
 
-def _len_field(field: int, payload: bytes) -> bytes:
-    return _tag(field, 2) + _varint(len(payload)) + payload
-
-
 def _example_bytes(entries: Iterable[tuple[bytes, bytes]]) -> bytes:
     """Example bytes from (key, serialized Feature) pairs, one map entry each."""
-    features = b"".join(
-        _len_field(1, _len_field(1, key) + _len_field(2, feature)) for key, feature in entries
-    )
-    return _len_field(1, features)
+    features = b"".join(_ld(1, _ld(1, key) + _ld(2, feature)) for key, feature in entries)
+    return _ld(1, features)
 
 
 # -- the generated code itself ------------------------------------------------
@@ -315,14 +298,14 @@ def test_lists_are_written_packed() -> None:
 
 def test_unpacked_int64_accepted() -> None:
     payload = b"".join(_tag(1, 0) + _varint(v) for v in [3, -7, 2**40])
-    raw = _example_bytes([(b"i", _len_field(3, payload))])
+    raw = _example_bytes([(b"i", _ld(3, payload))])
     ex = example_pb2.Example.FromString(raw)
     assert _as_dict(ex) == {"i": ("int64_list", [3, -7, 2**40])}
 
 
 def test_unpacked_float_accepted() -> None:
     payload = b"".join(_tag(1, 5) + struct.pack("<f", v) for v in [1.5, -2.0, 0.25])
-    raw = _example_bytes([(b"f", _len_field(2, payload))])
+    raw = _example_bytes([(b"f", _ld(2, payload))])
     ex = example_pb2.Example.FromString(raw)
     assert _as_dict(ex) == {"f": ("float_list", [1.5, -2.0, 0.25])}
 
@@ -331,12 +314,12 @@ def test_mixed_and_repeated_packed_chunks_all_kept() -> None:
     # Standard protobuf semantics: every chunk, packed or not, is appended.
     # (TensorFlow's fast parser is stricter here; see the reference notes §D14b.)
     payload = (
-        _len_field(1, _varint(1) + _varint(2))  # packed chunk
+        _ld(1, _varint(1) + _varint(2))  # packed chunk
         + _tag(1, 0)
         + _varint(3)  # unpacked element
-        + _len_field(1, _varint(4))  # second packed chunk
+        + _ld(1, _varint(4))  # second packed chunk
     )
-    raw = _example_bytes([(b"i", _len_field(3, payload))])
+    raw = _example_bytes([(b"i", _ld(3, payload))])
     assert _as_dict(example_pb2.Example.FromString(raw)) == {"i": ("int64_list", [1, 2, 3, 4])}
 
 
@@ -366,15 +349,15 @@ def test_concatenated_examples_merge_last_value_wins() -> None:
 
 
 def test_unknown_fields_skipped() -> None:
-    int64_list = _len_field(1, _varint(42)) + _tag(2, 1) + b"\x00" * 8  # + unknown fixed64
-    feature = _len_field(3, int64_list) + _tag(9, 0) + _varint(1)  # + unknown varint
-    entry = _len_field(1, b"k") + _len_field(2, feature)
-    features = _len_field(1, entry) + _len_field(15, b"junk")  # + unknown bytes
+    int64_list = _ld(1, _varint(42)) + _tag(2, 1) + b"\x00" * 8  # + unknown fixed64
+    feature = _ld(3, int64_list) + _tag(9, 0) + _varint(1)  # + unknown varint
+    entry = _ld(1, b"k") + _ld(2, feature)
+    features = _ld(1, entry) + _ld(15, b"junk")  # + unknown bytes
     raw = (
         _tag(99, 0)
         + _varint(5)
-        + _len_field(1, features)
-        + _len_field(2, b"\x08\x01")  # unknown sub-message
+        + _ld(1, features)
+        + _ld(2, b"\x08\x01")  # unknown sub-message
         + _tag(3, 5)
         + b"abcd"  # unknown fixed32
     )
@@ -423,8 +406,8 @@ def test_unknown_field_inside_map_entry_does_not_crash() -> None:
     record. protobuf 4.21.x's upb segfaults on this input (fixed in 4.22.0),
     so the probe runs in a subprocess.
     """
-    entry = _len_field(1, b"k") + _len_field(2, _len_field(3, _len_field(1, _varint(42))))
-    raw = _len_field(1, _len_field(1, entry + _tag(7, 5) + b"\x00" * 4))
+    entry = _ld(1, b"k") + _ld(2, _ld(3, _ld(1, _varint(42))))
+    raw = _ld(1, _ld(1, entry + _tag(7, 5) + b"\x00" * 4))
     result = subprocess.run(
         [sys.executable, "-c", _MAP_ENTRY_PROBE, raw.hex()],
         cwd=REPO_ROOT,
