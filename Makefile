@@ -2,7 +2,9 @@
 #   make demo      install into .venv and run the end-to-end demo
 #   make test      install test tools into .venv; ruff, mypy, pytest
 #   make test-oldest   the test suite on the lowest protobuf / numpy we support
-#   make interop   real TensorFlow (.venv-interop) reads our files, we read TF's
+#   make interop   real TensorFlow, tensorflow-datasets, Ray, Grain (.venv-interop) against ours
+#   make test-cloud    the object-store suite against local S3 / GCS servers (.venv-cloud)
+#   make test-cluster  Ray Data, Dask and Arrow on local clusters (.venv-cluster)
 #   make protos    regenerate tfrecord_lite/*_pb2.py from protos/
 #   make bench     benchmarks/ (tfrecord_lite only);  make bench-peers: beside TF and `tfrecord`
 #   make fuzz      a bounded atheris run of every fuzz target
@@ -13,7 +15,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 
-.PHONY: all install demo test lint typecheck pytest test-oldest interop protos bench bench-peers fuzz clean
+.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster protos bench bench-peers fuzz clean
 
 all: test
 
@@ -21,14 +23,21 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Re-install when the project metadata changes.
+# `make demo` installs only what the demo runs: the package with its `fast` and `image` extras.
+$(VENV)/.installed-demo: pyproject.toml | $(PY)
+	$(PIP) install -e ".[fast,image]"
+	touch $@
+
+# `make test` adds the test and development tools, and PyTorch for tfrecord_lite.torch.
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP) install -e ".[fast,image,test,dev]"
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
-	touch $@
+	touch $@ $(VENV)/.installed-demo
 
+install-demo: $(VENV)/.installed-demo
 install: $(VENV)/.installed
 
-demo: install
+demo: install-demo
 	$(PY) -m tfrecord_lite.demo --out demo-out
 
 lint: install
@@ -64,6 +73,27 @@ $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
 interop: $(INTEROP_VENV)/.installed
 	TFRECORD_LITE_INTEROP=1 $(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
 
+# Object stores: a real S3-protocol server (moto_server) and a GCS emulator, started by the
+# suite's fixtures on 127.0.0.1, in a venv of their own.
+CLOUD_VENV := .venv-cloud
+$(CLOUD_VENV)/.installed: pyproject.toml tests/cloud/requirements.txt
+	$(PYTHON) -m venv $(CLOUD_VENV)
+	$(CLOUD_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/cloud/requirements.txt
+	touch $@
+
+test-cloud: $(CLOUD_VENV)/.installed
+	$(CLOUD_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cloud $(PYTEST_ARGS)
+
+# Ray Data, Dask and Arrow on real local clusters, in a venv of their own (no TensorFlow).
+CLUSTER_VENV := .venv-cluster
+$(CLUSTER_VENV)/.installed: pyproject.toml tests/cluster/requirements.txt
+	$(PYTHON) -m venv $(CLUSTER_VENV)
+	$(CLUSTER_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/cluster/requirements.txt
+	touch $@
+
+test-cluster: $(CLUSTER_VENV)/.installed
+	$(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cluster $(PYTEST_ARGS)
+
 protos: install
 	$(PY) -m pip --disable-pip-version-check -q install -r protos/requirements.txt
 	$(PY) protos/generate.py
@@ -97,4 +127,4 @@ fuzz: $(FUZZ_VENV)/.installed
 	$(FUZZ_VENV)/bin/python tests/fuzz/run.py --time $(FUZZ_TIME) --work $(FUZZ_VENV)/work $(FUZZ_ARGS)
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(FUZZ_VENV) build dist *.egg-info demo-out
+	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(CLOUD_VENV) $(CLUSTER_VENV) $(BENCH_VENV) $(FUZZ_VENV) build dist *.egg-info demo-out
