@@ -1,0 +1,691 @@
+"""Ray Data: read and write TFRecord files without TensorFlow.
+
+Needs Ray Data: ``pip install "tfrecord-lite[ray]"``. ::
+
+    import ray
+    from tfrecord_lite import ray as tfray
+
+    ds = tfray.read_tfrecords("s3://bucket/train-*.tfrecord.gz")   # schema inferred
+    ds = ds.map_batches(preprocess)
+    paths = tfray.write_tfrecords(ds, "/data/out", compression="GZIP")
+    # /data/out/part-00000-of-00008 ... part-00007-of-00008
+
+Reading is a :class:`ray.data.Datasource`: one read task per file, and per
+range of records for large uncompressed files that have an index file
+(``<file>.index``, see :func:`tfrecord_lite.create_index`). Each task parses
+batches of records with the library's vectorized parser and hands Ray Arrow
+tables (the column types of :mod:`tfrecord_lite.arrow`). Examples and
+SequenceExamples are read; every record is CRC-checked unless ``verify=False``.
+
+Writing is a :class:`ray.data.Datasink`. Every write task writes one shard
+under a hidden staging name that depends only on the task's index, through a
+temporary file renamed into place when the shard is complete. When all tasks
+have succeeded the shards are renamed to their final
+``<prefix>-NNNNN-of-MMMMM`` names. So a task that fails and is retried by Ray
+rewrites the same staging shard (no record is written twice), a task killed
+mid-write leaves only a temporary file (removed at the end, never renamed), and
+a job that fails leaves no file under a final name.
+
+:func:`images_to_tfrecords` runs the ``from-images`` conversion (an image folder
+with one sub-folder per class -> labelled shards) as Ray tasks, one per shard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as _glob
+import math
+import os
+import random
+import re
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from ._index import find_index, read_index
+from ._infer import DEFAULT_SAMPLE
+from ._io import TFRecordReader, TFRecordWriter, detect_compression
+from ._paths import expand_paths, shard_name
+from ._schema import FeatureSpec
+from .arrow import DEFAULT_BATCH_SIZE, ReadPlan, table_records
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+__all__ = [
+    "TFRecordDatasink",
+    "TFRecordDatasource",
+    "images_to_tfrecords",
+    "read_tfrecords",
+    "write_tfrecords",
+]
+
+_INSTALL = 'tfrecord_lite.ray needs Ray Data: pip install "tfrecord-lite[ray]"'
+
+#: A large indexed file is split into read tasks of at least this many records.
+DEFAULT_RECORDS_PER_TASK = 100_000
+
+
+def _ray_data() -> Any:
+    try:
+        import ray.data
+    except ImportError:
+        raise ImportError(_INSTALL) from None
+    return ray.data
+
+
+try:  # the base classes; without Ray the module still imports and explains itself on use
+    from ray.data import Datasource as _DatasourceBase
+    from ray.data import ReadTask as _ReadTask
+    from ray.data.block import BlockMetadata as _BlockMetadata
+    from ray.data.datasource import Datasink as _DatasinkBase
+
+    _HAVE_RAY = True
+except ImportError:  # pragma: no cover - exercised only without Ray installed
+    _DatasourceBase = object
+    _DatasinkBase = object
+    _HAVE_RAY = False
+
+
+def _require_ray() -> None:
+    if not _HAVE_RAY:
+        raise ImportError(_INSTALL)
+
+
+# --------------------------------------------------------------------------- paths and URLs
+
+
+def _is_url(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def _fsspec() -> Any:
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(
+            'reading or writing URLs needs fsspec: pip install "tfrecord-lite[s3]" (or [gcs])'
+        ) from None
+    return fsspec
+
+
+def _fs_of(url: str, storage_options: Optional[Mapping[str, Any]]) -> tuple[Any, str]:
+    fs, path = _fsspec().core.url_to_fs(url, **dict(storage_options or {}))
+    return fs, path
+
+
+def expand(
+    paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> list[str]:
+    """Paths, globs, directories, ``name@N`` specs and URLs (globs too) -> a list of files."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out: list[str] = []
+    for item in items:
+        p = os.fspath(item)
+        if _is_url(p):
+            fs, stripped = _fs_of(p, storage_options)
+            if any(c in stripped for c in "*?["):
+                found = sorted(fs.glob(stripped))
+                if not found:
+                    raise FileNotFoundError(f"no files match the pattern {p!r}")
+                out.extend(fs.unstrip_protocol(f) for f in found)
+            elif fs.isdir(stripped):
+                found = sorted(
+                    f
+                    for f in fs.find(stripped)
+                    if not os.path.basename(f).startswith(".")
+                    and not f.endswith((".index", ".idx"))
+                )
+                if not found:
+                    raise FileNotFoundError(f"directory {p!r} contains no files")
+                out.extend(fs.unstrip_protocol(f) for f in found)
+            else:
+                out.append(p)
+        else:
+            out.extend(os.fspath(f) for f in expand_paths(p))  # type: ignore[arg-type]
+    if not out:
+        raise ValueError("no files given")
+    return out
+
+
+@contextlib.contextmanager
+def _source(path: str, storage_options: Optional[Mapping[str, Any]]) -> Iterator[Any]:
+    """What the core reader takes for ``path``: the path, or an fsspec file for a URL."""
+    if _is_url(path) and storage_options:
+        with _fsspec().open(path, "rb", **dict(storage_options)) as f:
+            yield f
+    else:
+        yield path
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Piece:
+    """One read task's share: a whole file, or records ``[start, stop)`` of an indexed file."""
+
+    __slots__ = ("index_path", "path", "size", "start", "stop")
+
+    def __init__(
+        self,
+        path: str,
+        size: Optional[int],
+        start: Optional[int] = None,
+        stop: Optional[int] = None,
+        index_path: Optional[str] = None,
+    ) -> None:
+        self.path = path
+        self.size = size
+        self.start = start
+        self.stop = stop
+        self.index_path = index_path
+
+    @property
+    def rows(self) -> Optional[int]:
+        return None if self.start is None or self.stop is None else self.stop - self.start
+
+
+class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc,valid-type]
+    """A :class:`ray.data.Datasource` of TFRecord files (see :func:`read_tfrecords`)."""
+
+    def __init__(
+        self,
+        paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+        *,
+        features: Optional[Mapping[str, FeatureSpec]] = None,
+        sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+        compression: Optional[str] = "auto",
+        verify: bool = True,
+        on_error: str = "raise",
+        storage_options: Optional[Mapping[str, Any]] = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        records_per_task: int = DEFAULT_RECORDS_PER_TASK,
+        include_paths: bool = False,
+        sample: int = DEFAULT_SAMPLE,
+    ) -> None:
+        _require_ray()
+        super().__init__()
+        if batch_size < 1 or records_per_task < 1:
+            raise ValueError("batch_size and records_per_task must be at least 1")
+        if on_error not in ("raise", "skip", "stop"):
+            raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
+        self.files = expand(paths, storage_options)
+        self.compression = compression
+        self.verify = verify
+        self.on_error = on_error
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.batch_size = batch_size
+        self.include_paths = include_paths
+        if features is None and sequence_features is None:
+            with _source(self.files[0], self.storage_options) as src:
+                self.plan = ReadPlan(None, None, src, compression=compression, sample=sample)
+        else:
+            self.plan = ReadPlan(features, sequence_features)
+        self.pieces = [p for f in self.files for p in self._pieces(f, records_per_task)]
+
+    def _pieces(self, path: str, per_task: int) -> list[_Piece]:
+        if _is_url(path):
+            return [_Piece(path, None)]
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return [_Piece(path, None)]  # the read task reports the error
+        index_path = find_index(path)
+        if index_path is None or self.compression not in ("auto", None, ""):
+            return [_Piece(path, size)]
+        with open(path, "rb") as f:
+            if detect_compression(f.read(16)):
+                return [_Piece(path, size)]
+        table = read_index(index_path, data_size=size)
+        n = len(table)
+        if n <= per_task:
+            return [_Piece(path, size)]
+        k = math.ceil(n / per_task)
+        bounds = [n * i // k for i in range(k + 1)]
+        offsets = [int(table[b, 0]) if b < n else size for b in bounds]
+        return [
+            _Piece(path, offsets[i + 1] - offsets[i], bounds[i], bounds[i + 1], index_path)
+            for i in range(k)
+        ]
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        """The bytes of the files (None when a size is unknown, e.g. for URLs)."""
+        sizes = [p.size for p in self.pieces]
+        return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
+
+    def get_name(self) -> str:
+        """``ReadTFRecordLite`` in Ray's progress bars."""
+        return "TFRecordLite"
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of every block."""
+        schema = self.plan.schema
+        if self.include_paths:
+            import pyarrow as pa
+
+            schema = schema.append(pa.field("path", pa.string()))
+        return schema
+
+    def _tables(self, piece: _Piece) -> Iterator[pa.Table]:
+        import pyarrow as pa
+
+        def with_path(t: pa.Table) -> pa.Table:
+            if not self.include_paths:
+                return t
+            return t.append_column("path", pa.array([piece.path] * t.num_rows, pa.string()))
+
+        if piece.start is not None and piece.stop is not None:
+            from ._index import TFRecordFile
+
+            with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
+                for a in range(piece.start, piece.stop, self.batch_size):
+                    b = min(piece.stop, a + self.batch_size)
+                    yield with_path(self.plan.convert(f[a:b]))
+            return
+        emitted = False
+        with (
+            _source(piece.path, self.storage_options) as src,
+            TFRecordReader(
+                src, self.compression, verify=self.verify, on_error=self.on_error
+            ) as reader,
+        ):
+            batch: list[bytes] = []
+            for record in reader:
+                batch.append(record)
+                if len(batch) == self.batch_size:
+                    yield with_path(self.plan.convert(batch))
+                    emitted = True
+                    batch = []
+            if batch or not emitted:
+                yield with_path(self.plan.convert(batch))
+
+    def get_read_tasks(
+        self,
+        parallelism: int,
+        per_task_row_limit: Optional[int] = None,
+        data_context: Any = None,
+    ) -> list[Any]:
+        """One :class:`ray.data.ReadTask` per file or indexed record range."""
+        schema = self.schema
+        tasks = []
+        for piece in self.pieces:
+            meta = _BlockMetadata(
+                num_rows=piece.rows,
+                size_bytes=piece.size,
+                input_files=[piece.path],
+                exec_stats=None,
+            )
+
+            def read(piece: _Piece = piece) -> Iterator[pa.Table]:
+                yield from self._tables(piece)
+
+            kwargs: dict[str, Any] = {"schema": schema}
+            if per_task_row_limit is not None:
+                kwargs["per_task_row_limit"] = per_task_row_limit
+            tasks.append(_ReadTask(read, meta, **kwargs))
+        return tasks
+
+
+def read_tfrecords(
+    paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+    *,
+    features: Optional[Mapping[str, FeatureSpec]] = None,
+    sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+    compression: Optional[str] = "auto",
+    verify: bool = True,
+    on_error: str = "raise",
+    storage_options: Optional[Mapping[str, Any]] = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    records_per_task: int = DEFAULT_RECORDS_PER_TASK,
+    include_paths: bool = False,
+    sample: int = DEFAULT_SAMPLE,
+    override_num_blocks: Optional[int] = None,
+    ray_remote_args: Optional[dict[str, Any]] = None,
+    concurrency: Optional[int] = None,
+) -> Any:
+    """A ``ray.data.Dataset`` of the records of TFRecord files, one row per record.
+
+    ``paths``: paths, globs, directories, ``name@N`` shard specs or URLs
+    (``s3://``, ``gs://``, any fsspec URL; globs too), with ``storage_options``
+    passed to fsspec. ``features`` are the Example's specs (for
+    SequenceExamples: the context's, plus ``sequence_features``); when both are
+    ``None`` the schema is inferred from the first ``sample`` records of the
+    first file. Column types are those of :mod:`tfrecord_lite.arrow`.
+    ``compression`` (``"auto"``: detected per file), ``verify`` (CRC checks) and
+    ``on_error`` (``"raise"``, ``"skip"``, ``"stop"``) are the core reader's.
+    ``batch_size`` records are parsed per block. A file with an index file is
+    split into read tasks of about ``records_per_task`` records.
+    ``include_paths=True`` adds a ``path`` column. ``override_num_blocks``,
+    ``ray_remote_args`` and ``concurrency`` go to ``ray.data.read_datasource``.
+    """
+    rd = _ray_data()
+    source = TFRecordDatasource(
+        paths,
+        features=features,
+        sequence_features=sequence_features,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        storage_options=storage_options,
+        batch_size=batch_size,
+        records_per_task=records_per_task,
+        include_paths=include_paths,
+        sample=sample,
+    )
+    kwargs: dict[str, Any] = {}
+    if override_num_blocks is not None:
+        kwargs["override_num_blocks"] = override_num_blocks
+    if ray_remote_args:
+        kwargs["ray_remote_args"] = ray_remote_args
+    if concurrency is not None:
+        kwargs["concurrency"] = concurrency
+    return rd.read_datasource(source, **kwargs)
+
+
+# --------------------------------------------------------------------------- writing
+
+_SHARD_RE = r"-\d{5}-of-\d{5}"
+
+
+class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc,valid-type]
+    """A :class:`ray.data.Datasink` writing TFRecord shards (see :func:`write_tfrecords`)."""
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        compression: Optional[str] = None,
+        prefix: str = "part",
+        suffix: str = "",
+        sequence_features: Optional[Sequence[str]] = None,
+        min_rows_per_file: Optional[int] = None,
+        overwrite: bool = False,
+        storage_options: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        _require_ray()
+        if not prefix or "/" in prefix or os.sep in prefix:
+            raise ValueError(f"prefix must be a file name prefix, got {prefix!r}")
+        self.path = os.fspath(path)
+        self.url = _is_url(self.path)
+        self.compression = compression
+        self.prefix = prefix
+        self.suffix = suffix
+        self.sequence_features = list(sequence_features) if sequence_features else None
+        self._min_rows = min_rows_per_file
+        self.overwrite = overwrite
+        self.storage_options = dict(storage_options) if storage_options else None
+        #: Unique per write job: staging names never collide with another job's.
+        self.job = uuid.uuid4().hex[:12]
+        #: The shards written, in order (set when the job completes).
+        self.paths: list[str] = []
+        #: Records per shard, in the order of :attr:`paths`.
+        self.shard_records: list[int] = []
+
+    # -- where things go
+
+    def _fs(self) -> Any:
+        return _fs_of(self.path, self.storage_options)[0] if self.url else None
+
+    def _join(self, name: str) -> str:
+        return self.path.rstrip("/") + "/" + name if self.url else os.path.join(self.path, name)
+
+    def _staging(self, task: int) -> str:
+        return self._join(f".{self.prefix}-{self.job}-{task:06d}.staging")
+
+    def _existing_shards(self) -> list[str]:
+        pattern = re.compile(re.escape(self.prefix) + _SHARD_RE + re.escape(self.suffix) + "$")
+        if self.url:
+            fs, root = _fs_of(self.path, self.storage_options)
+            names = [n for n in fs.ls(root, detail=False)] if fs.exists(root) else []
+            return [fs.unstrip_protocol(n) for n in names if pattern.match(n.rsplit("/", 1)[-1])]
+        if not os.path.isdir(self.path):
+            return []
+        return sorted(os.path.join(self.path, n) for n in os.listdir(self.path) if pattern.match(n))
+
+    # -- the Datasink API
+
+    @property
+    def min_rows_per_write(self) -> Optional[int]:
+        """``min_rows_per_file``: Ray bundles at least this many rows into one write task."""
+        return self._min_rows
+
+    def get_name(self) -> str:
+        """``WriteTFRecordLite`` in Ray's progress bars."""
+        return "TFRecordLite"
+
+    def on_write_start(self, schema: Any = None) -> None:
+        """Create the directory; refuse to mix with shards already there (unless overwrite)."""
+        if self.url:
+            fs, root = _fs_of(self.path, self.storage_options)
+            fs.makedirs(root, exist_ok=True)
+        else:
+            os.makedirs(self.path, exist_ok=True)
+        if not self.overwrite:
+            old = self._existing_shards()
+            if old:
+                raise FileExistsError(
+                    f"{self.path!r} already holds shards named {self.prefix}-NNNNN-of-MMMMM "
+                    f"(e.g. {old[0]!r}); write elsewhere, pass another prefix=, or "
+                    "overwrite=True to replace them once the new ones are complete"
+                )
+
+    def write(self, blocks: Any, ctx: Any) -> dict[str, Any]:
+        """Write this task's blocks to its staging shard (whole, or not at all); say where."""
+        from ray.data.block import BlockAccessor
+
+        staging = self._staging(int(ctx.task_idx))
+        rows = 0
+        with contextlib.ExitStack() as stack:
+            if self.url:
+                # An object appears only when its upload completes; a retry replaces it.
+                f = stack.enter_context(
+                    _fsspec().open(staging, "wb", **(self.storage_options or {}))
+                )
+                w = stack.enter_context(TFRecordWriter(f, self.compression))
+            else:
+                # A temporary file renamed onto the staging name when complete.
+                w = stack.enter_context(TFRecordWriter(staging, self.compression, atomic=True))
+            for block in blocks:
+                table = BlockAccessor.for_block(block).to_arrow()
+                rows += w.write_all(table_records(table, sequence_features=self.sequence_features))
+        return {"task": int(ctx.task_idx), "staging": staging, "rows": rows}
+
+    def _remove(self, paths: Sequence[str]) -> None:
+        fs = self._fs()
+        for p in paths:
+            with contextlib.suppress(OSError, FileNotFoundError):
+                if fs is not None:
+                    fs.rm(_fs_of(p, self.storage_options)[1])
+                else:
+                    os.remove(p)
+
+    def _leftovers(self) -> list[str]:
+        """Every staging or temporary file of this job still in the directory."""
+        if self.url:
+            fs, root = _fs_of(self.path, self.storage_options)
+            names = fs.ls(root, detail=False) if fs.exists(root) else []
+            return [fs.unstrip_protocol(n) for n in names if self.job in n.rsplit("/", 1)[-1]]
+        return _glob.glob(os.path.join(_glob.escape(self.path), f".*{self.job}*"))
+
+    def on_write_complete(self, write_result: Any) -> None:
+        """Rename the staging shards to ``<prefix>-NNNNN-of-MMMMM``; remove what is left over."""
+        returns = [r for r in write_result.write_returns if isinstance(r, dict)]
+        by_task: dict[int, dict[str, Any]] = {}
+        for r in returns:  # a re-executed task reports the same staging shard again
+            by_task[int(r["task"])] = r
+        done = [by_task[k] for k in sorted(by_task)]
+        keep = [r for r in done if r["rows"]] or done[:1]
+        old = self._existing_shards() if self.overwrite else []
+        if not keep:  # nothing was written at all: one empty, valid shard
+            empty = self._staging(0)
+            if self.url:
+                with _fsspec().open(empty, "wb", **(self.storage_options or {})):
+                    pass
+            else:
+                TFRecordWriter(empty, self.compression, atomic=True).close()
+            keep = [{"task": 0, "staging": empty, "rows": 0}]
+        total = len(keep)
+        finals = [self._join(shard_name(self.prefix, i, total) + self.suffix) for i in range(total)]
+        fs = self._fs()
+        for r, final in zip(keep, finals):
+            if fs is not None:
+                fs.mv(
+                    _fs_of(r["staging"], self.storage_options)[1],
+                    _fs_of(final, self.storage_options)[1],
+                )
+            else:
+                os.replace(r["staging"], final)
+        self._remove([p for p in old if p not in finals])
+        self._remove(self._leftovers())
+        self.paths = finals
+        self.shard_records = [int(r["rows"]) for r in keep]
+
+    def on_write_failed(self, error: Exception) -> None:
+        """Remove every staging and temporary file of this job; no shard gets a final name."""
+        self._remove(self._leftovers())
+
+
+def write_tfrecords(
+    ds: Any,
+    path: Union[str, os.PathLike[str]],
+    *,
+    compression: Optional[str] = None,
+    prefix: str = "part",
+    suffix: str = "",
+    sequence_features: Optional[Sequence[str]] = None,
+    min_rows_per_file: Optional[int] = None,
+    overwrite: bool = False,
+    storage_options: Optional[Mapping[str, Any]] = None,
+    ray_remote_args: Optional[dict[str, Any]] = None,
+    concurrency: Optional[int] = None,
+) -> list[str]:
+    """Write a ``ray.data.Dataset`` as TFRecord shards in directory ``path``; return their paths.
+
+    Each row becomes one ``tf.train.Example`` (a ``SequenceExample`` when
+    ``sequence_features`` names feature-list columns, or when the dataset came
+    from :func:`read_tfrecords` of SequenceExamples), with the column mapping of
+    :mod:`tfrecord_lite.arrow`. Each write task writes one shard; the shards are
+    named ``<prefix>-00000-of-000NN<suffix>`` once all of them are complete (see
+    the module documentation for what happens when a task fails and is retried).
+    ``compression``: ``None``, ``"GZIP"`` or ``"ZLIB"``. ``min_rows_per_file``
+    makes Ray bundle at least that many rows per shard. Existing shards of the
+    same ``prefix`` are an error unless ``overwrite=True`` (then they are
+    removed after the new ones are in place). ``path`` may be a URL
+    (``storage_options`` go to fsspec).
+    """
+    _ray_data()
+    sink = TFRecordDatasink(
+        path,
+        compression=compression,
+        prefix=prefix,
+        suffix=suffix,
+        sequence_features=sequence_features,
+        min_rows_per_file=min_rows_per_file,
+        overwrite=overwrite,
+        storage_options=storage_options,
+    )
+    kwargs: dict[str, Any] = {}
+    if ray_remote_args:
+        kwargs["ray_remote_args"] = ray_remote_args
+    if concurrency is not None:
+        kwargs["concurrency"] = concurrency
+    ds.write_datasink(sink, **kwargs)
+    return list(sink.paths)
+
+
+# --------------------------------------------------------------------------- image folders
+
+
+def _convert_shard(
+    tasks: list[Any], final: str, compression: Optional[str]
+) -> tuple[int, list[tuple[str, str]]]:
+    from ._images import convert_task
+
+    skipped: list[tuple[str, str]] = []
+    written = 0
+    # Temporary file renamed at the end: a retried task rewrites the shard whole.
+    with TFRecordWriter(final, compression, atomic=True) as w:
+        for task in tasks:
+            example, why = convert_task(task)
+            if example is None:
+                skipped.append((task[1], why or "unreadable"))
+            else:
+                w.write(example)
+                written += 1
+    return written, skipped
+
+
+def images_to_tfrecords(
+    directory: Union[str, os.PathLike[str]],
+    out: Union[str, os.PathLike[str]],
+    *,
+    shards: int = 1,
+    size: Optional[tuple[int, int]] = None,
+    encode: str = "jpeg",
+    channels: str = "auto",
+    quality: int = 95,
+    shuffle: bool = False,
+    seed: int = 0,
+    compression: Optional[str] = None,
+    num_cpus: float = 1,
+    max_retries: int = 3,
+) -> dict[str, Any]:
+    """The ``from-images`` conversion on a Ray cluster: one Ray task per shard.
+
+    ``directory`` has one sub-folder per class; every image becomes an Example
+    with the features of ``tfrecord-lite from-images`` (``image/encoded`` or
+    ``image_raw``, ``image/class/label``, ...). Image ``k`` of the (optionally
+    shuffled) sorted file list goes to shard ``k % shards``, so the output equals
+    ``tfrecord-lite from-images`` on one machine when every image decodes
+    (images that cannot be decoded are skipped and listed in the result). Each
+    shard is written to a temporary file renamed onto
+    ``<out>-NNNNN-of-MMMMM`` when complete, so a task Ray retries leaves no
+    partial or duplicated shard; ``labels.txt`` goes beside the shards. The
+    directories must be visible from every node (a shared file system).
+    Returns ``{"paths", "written", "skipped", "classes", "labels"}``.
+    """
+    import ray
+
+    from ._images import ImageOptions, pil, scan_image_folder
+
+    if shards < 1:
+        raise ValueError(f"shards must be at least 1, got {shards}")
+    pil()  # fail now, with the install hint, if Pillow is missing
+    folder = scan_image_folder(os.fspath(directory))
+    if not folder.classes:
+        raise ValueError(
+            f"{os.fspath(directory)!r} has no sub-folders: put the images of each class in a "
+            "sub-folder named after the class"
+        )
+    out_s = os.fspath(out)
+    if os.path.isdir(out_s) or out_s.endswith(("/", os.sep)):
+        out_s = os.path.join(out_s, os.path.basename(os.path.abspath(folder.root)) or "images")
+    out_dir = os.path.dirname(out_s) or "."
+    os.makedirs(out_dir, exist_ok=True)
+    options = ImageOptions(size=size, encode=encode, channels=channels, quality=quality)
+    order = list(folder.files)
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    root = os.path.abspath(folder.root)
+    tasks = [(root, rel, label, folder.classes[label], options) for rel, label in order]
+    finals = [shard_name(out_s, i, shards) for i in range(shards)]
+    convert = ray.remote(num_cpus=num_cpus, max_retries=max_retries, retry_exceptions=True)(
+        _convert_shard
+    )
+    refs = [
+        convert.remote(tasks[i::shards], os.path.abspath(final), compression)
+        for i, final in enumerate(finals)
+    ]
+    results = ray.get(refs)
+    labels_path = os.path.join(out_dir, "labels.txt")
+    with open(labels_path, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+        f.write("".join(name + "\n" for name in folder.classes))
+    return {
+        "paths": finals,
+        "written": sum(w for w, _ in results),
+        "skipped": [s for _, sk in results for s in sk],
+        "classes": list(folder.classes),
+        "labels": labels_path,
+    }
