@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("errors and the version: usable by all", ["_errors", "_version"]),
     ("CRC-32C", ["_crc"]),
     ("sans-I/O record framing, scanning, recovery", ["_framing", "_scan", "_recover"]),
-    ("files: paths, reading, writing, compression", ["_paths", "_io"]),
+    ("files: paths, reading, writing, compression", ["_paths", "_compress", "_io"]),
     ("feature specs, values, wire format", ["_schema", "_values", "_wire"]),
     ("building Examples", ["_example"]),
     ("parsing and schema inference", ["_parse", "_fastparse", "_infer"]),

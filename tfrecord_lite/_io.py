@@ -27,9 +27,13 @@ import struct
 import threading
 import weakref
 import zlib
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, Callable, Optional, Union
 
+from ._compress import INFLATE_CHUNK as INFLATE_CHUNK  # bounds every inflate call
+from ._compress import StreamEnd as _StreamEnd
+from ._compress import compressobj
+from ._compress import inflate as _inflate
 from ._crc import crc32c, mask
 from ._errors import (
     ClosedError,
@@ -79,8 +83,6 @@ _builtin_open = open
 DEFAULT_BUFFER_SIZE = 256 * 1024
 #: Block size for reading plain files.
 READ_BLOCK_SIZE = 1024 * 1024
-#: At most this many decompressed bytes per inflate call (bounds memory on deflate bombs).
-INFLATE_CHUNK = 1024 * 1024
 #: GZIP/ZLIB readers with ``max_record_size=None`` buffer at most this many bytes of
 #: one record: a length field claiming more is a RecordTooLargeError once that much
 #: of it has been decompressed (so a deflate bomb cannot take the memory it claims).
@@ -216,13 +218,15 @@ class TFRecordOptions:
         return bits + 16 if self.compression_type == "GZIP" else bits
 
     def _compressobj(self) -> Any:
-        return zlib.compressobj(
+        # The backend (ISA-L when installed, else zlib) is chosen in _compress.
+        zobj, _ = compressobj(
             -1 if self.compression_level is None else self.compression_level,
-            zlib.DEFLATED,
             self._wbits(),
             9 if self.mem_level is None else self.mem_level,
             0 if self.compression_strategy is None else self.compression_strategy,
+            self.flush_mode or zlib.Z_NO_FLUSH,
         )
+        return zobj
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None and v != "")
@@ -765,113 +769,6 @@ def _read_blocks(f: IO[bytes], size: int, expected: Optional[int] = None) -> Ite
         yield block
 
 
-class _StreamEnd(Exception):
-    """Internal: the compressed input ended before the deflate stream did."""
-
-
-def _inflate(raw: Iterator[bytes], compression: str, path: Optional[str]) -> Iterator[bytes]:
-    """Decompress a GZIP (possibly several members) or ZLIB stream, in bounded chunks.
-
-    Raises :class:`_StreamEnd` (after yielding everything decodable) when the input
-    ends before the stream's end marker, so the caller can say which record was cut.
-    """
-    wbits = 31 if compression == "GZIP" else 15
-    z = zlib.decompressobj(wbits)
-    consumed = 0  # compressed bytes handed to z so far
-    started = False
-    padding = False  # zero bytes seen after a complete gzip member
-    carry = b""  # bytes after a complete gzip member, too few to tell what follows
-    for block in raw:
-        data = carry + block if carry else block
-        carry = b""
-        while data:
-            if z.eof:
-                # ``data`` follows a complete stream (the member may have ended
-                # exactly at a block boundary, so this is checked here, per block).
-                if compression != "GZIP":
-                    return  # anything after a ZLIB stream is ignored, as TensorFlow does
-                if padding or data[0] == 0:
-                    if data.strip(b"\x00"):
-                        raise CompressionError(
-                            "unexpected bytes after the zero padding that follows the GZIP "
-                            f"stream (compressed byte {consumed}); the file is damaged",
-                            path=path,
-                        )
-                    padding = True
-                    consumed += len(data)
-                    break
-                if len(data) < 2:
-                    carry = data
-                    break
-                if data[:2] != _GZIP_MAGIC:
-                    raise CompressionError(
-                        f"unexpected bytes after the end of the GZIP stream (compressed byte "
-                        f"{consumed}): not a gzip member; the file is damaged",
-                        path=path,
-                    )
-                z = zlib.decompressobj(wbits)  # the next concatenated member
-            started = True
-            saved = z.copy()
-            try:
-                out = z.decompress(data, INFLATE_CHUNK)
-            except zlib.error as err:
-                # zlib drops the output of a call that fails: decode again up to the
-                # damage, so the intact records before it are still returned.
-                bad = yield from _salvage(saved, data)
-                raise CompressionError(
-                    f"the {compression} stream is damaged: {err} (noticed at compressed "
-                    f"byte {consumed + bad}); the file is corrupt, or is not {compression}",
-                    path=path,
-                ) from None
-            if out:
-                yield out
-            rest = z.unused_data if z.eof else z.unconsumed_tail
-            consumed += len(data) - len(rest)
-            data = rest
-    if carry:  # one byte after the last member: the start of a member, cut short?
-        if carry != _GZIP_MAGIC[:1]:
-            raise CompressionError(
-                f"unexpected byte after the end of the GZIP stream (compressed byte "
-                f"{consumed}): not a gzip member; the file is damaged",
-                path=path,
-            )
-        raise _StreamEnd()
-    if started and not z.eof:
-        try:
-            tail = z.flush()
-        except zlib.error as err:  # pragma: no cover - flush() of an inflater rarely fails
-            raise CompressionError(
-                f"the {compression} stream is damaged: {err}", path=path
-            ) from None
-        if tail:
-            yield tail
-        if not z.eof:
-            raise _StreamEnd()
-
-
-def _salvage(z: Any, data: bytes) -> Generator[bytes, None, int]:
-    """Yield what ``z`` decompresses from ``data`` before the first byte it rejects.
-
-    Returns the offset in ``data`` of that byte (where zlib noticed the damage).
-    """
-    pos = 0
-    step = 4096
-    while pos < len(data) and not z.eof:
-        piece = data[pos : pos + step]
-        saved = z.copy()
-        try:
-            out = z.decompress(piece, INFLATE_CHUNK)
-        except zlib.error:
-            if step == 1:
-                return pos
-            z, step = saved, 1  # find the exact byte
-            continue
-        if out:
-            yield out
-        pos += len(piece) - len(z.unconsumed_tail)
-    return pos
-
-
 class TFRecordReader:
     """Read the records of one or more TFRecord files, as ``bytes``.
 
@@ -1100,7 +997,10 @@ def _read_batches(
             compression = detect_compression(first)
         chunks: Iterator[bytes] = _chain(first, raw)
         if compression:
-            chunks = _inflate(chunks, compression, path)
+            # A local file can be read again from any offset: that lets the fast
+            # inflater (ISA-L, which cannot be copied) salvage records before damage.
+            restart = _rereader(f, buffer_size) if stream_size is not None else None
+            chunks = _inflate(chunks, compression, path, restart)
             stream_size = None
         decoder = RecordDecoder(
             verify=verify,
@@ -1183,6 +1083,16 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     if first:
         yield first
     yield from rest
+
+
+def _rereader(f: IO[bytes], size: int) -> Callable[[int], Iterator[bytes]]:
+    """``restart(offset)``: the blocks of ``f`` again, from byte ``offset`` (a file opened at 0)."""
+
+    def restart(offset: int) -> Iterator[bytes]:
+        f.seek(offset)
+        return _read_blocks(f, size)
+
+    return restart
 
 
 def _remaining_size(f: IO[bytes]) -> Optional[int]:
