@@ -27,7 +27,7 @@ PACKAGE_DIR = Path(tfrecord_lite.__file__).parent
 
 #: Bottom up. Within a layer, modules may import each other.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("generated protobuf messages", ["example_pb2", "feature_pb2"]),
+    ("generated protobuf messages", ["example_pb2", "feature_pb2", "tensor_pb2"]),
     ("errors and the version: usable by all", ["_errors", "_version"]),
     ("CRC-32C", ["_crc"]),
     ("sans-I/O record framing, scanning, recovery", ["_framing", "_scan", "_recover"]),
@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("feature specs, values, wire format", ["_schema", "_values", "_wire"]),
     ("building Examples", ["_example"]),
     ("parsing and schema inference", ["_parse", "_fastparse", "_infer"]),
-    ("NumPy: decode_raw and images, whole files as columns", ["_decode", "_arrays"]),
+    ("NumPy: decode_raw and images, whole files as columns", ["_decode", "_arrays", "_tensor"]),
     (
         "random access, sharding, datasets, PyTorch, command line, facades",
         [
@@ -50,6 +50,12 @@ LAYERS: list[tuple[str, list[str]]] = [
             "train",
             "data",
             "compat",
+            "python_io",
+            "arrow",
+            "ray",
+            "dask",
+            "tfds",
+            "_tfds_features",
         ],
     ),
     # Nothing inside the package may import the package itself: that is an import cycle.

@@ -129,6 +129,9 @@ class _Source:
         self.block_length = 1
         self.shards: tuple[tuple[int, int, str], ...] = ()
         self.file_shuffle: Optional[tuple[int, bool]] = None  # (entropy, reshuffle)
+        # path -> (skip, take): read only records skip..skip+take-1 of that file
+        # (tfrecord_lite.tfds split slices such as "train[10%:20%]").
+        self.windows: Optional[dict[str, tuple[int, int]]] = None
 
     def copy(self, **changes: Any) -> _Source:
         new = _Source.__new__(_Source)
@@ -182,9 +185,7 @@ class _Source:
 
     def _read_file(self, path: str, f: int, n_files: int, n: int, i: int) -> Iterator[bytes]:
         if n == 1:
-            return read_records(
-                path, self.compression, verify=self.verify, buffer_size=self.block_size()
-            )
+            return self._stream(path)
         # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
         g = math.gcd(n_files, n)
         d = (i - f) % n
@@ -192,16 +193,20 @@ class _Source:
             return iter(())
         step = n // g
         r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
-        if step > 1 and self.compression in ("", "auto"):
+        if step > 1 and self.compression in ("", "auto") and not self.windows:
             index_path = find_index(path)
             if index_path is not None:
                 return self._read_indexed(path, index_path, r0, step)
         return _every(self._stream(path), r0, step)
 
     def _stream(self, path: str) -> Iterator[bytes]:
-        return read_records(
+        records = read_records(
             path, self.compression, verify=self.verify, buffer_size=self.block_size()
         )
+        window = self.windows.get(path) if self.windows else None
+        if window is None:
+            return records
+        return _window(records, window[0], window[1])
 
     def _read_indexed(self, path: str, index_path: str, start: int, step: int) -> Iterator[bytes]:
         """Records ``start::step`` of a file with an index: read only those (one pread each)."""
@@ -230,6 +235,13 @@ def _close(it: object) -> None:
     close = getattr(it, "close", None)
     if close is not None:
         close()
+
+
+def _window(records: Iterator[bytes], skip: int, take: int) -> Iterator[bytes]:
+    try:
+        yield from itertools.islice(records, skip, skip + take)
+    finally:
+        _close(records)
 
 
 def _every(records: Iterator[bytes], start: int, step: int) -> Iterator[bytes]:
