@@ -20,6 +20,7 @@ bits) means ZLIB; anything else is read as plain, so its error says so.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import secrets
@@ -27,9 +28,10 @@ import struct
 import threading
 import weakref
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, Callable, Optional, Union
 
+from . import _fs
 from ._compress import INFLATE_CHUNK as INFLATE_CHUNK  # bounds every inflate call
 from ._compress import StreamEnd as _StreamEnd
 from ._compress import compressobj
@@ -40,6 +42,7 @@ from ._errors import (
     CompressionError,
     CorruptRecordError,
     DataLossError,
+    GraphOnlyError,
     TFRecordError,
     TruncatedRecordError,
 )
@@ -139,6 +142,33 @@ def _compression_name(value: object, *, allow_auto: bool) -> str:
         )
     allowed = '"", "GZIP", "ZLIB"' + (', "auto"' if allow_auto else "")
     raise ValueError(f"Not a valid compression_type: {value!r}; expected one of {allowed}")
+
+
+def _reader_compression(value: object) -> str:
+    """A reader's compression argument: ``None`` means "not given", i.e. ``"auto"``.
+
+    One meaning in every reader (``TFRecordReader``, ``tf_record_iterator``,
+    ``read_records``, ``open``, ``TFRecordDataset``): ``None`` and ``"auto"`` detect
+    the compression per file; ``""``/``"NONE"`` (or ``TFRecordOptions()``) insist
+    on an uncompressed file. See docs/tensorflow-behaviour.md for why.
+    """
+    return "auto" if value is None else _compression_name(value, allow_auto=True)
+
+
+def _wrong_compression(err: TFRecordError, used: str, found: str) -> TFRecordError:
+    """``err`` (raised at the start of a file) with a hint: the file looks ``found``."""
+    what = f"{found}-compressed" if found else "uncompressed"
+    fix = f'compression_type="{found}"' if found else 'compression_type=""'
+    hint = (
+        f"; the file looks {what}, but it was read as {used or 'uncompressed'}: "
+        f'read it with {fix} (or "auto", which detects it)'
+    )
+    new = type(err).__new__(type(err))
+    new.__dict__.update(err.__dict__)
+    TFRecordError.__init__(
+        new, err.message + hint, path=err.path, offset=err.offset, index=err.index
+    )
+    return new
 
 
 def _check_range(name: str, value: Optional[int], low: int, high: int) -> None:
@@ -270,16 +300,12 @@ def detect_compression(head: bytes) -> str:
 
 
 def _open_binary(path: str, mode: str, buffering: int = -1) -> IO[bytes]:
-    if "://" in path:
-        try:
-            import fsspec  # type: ignore[import-not-found,import-untyped,unused-ignore]
-        except ImportError:
-            raise ValueError(
-                f"{path!r} is a URL; reading and writing URLs needs fsspec and its "
-                "filesystem (e.g. `pip install fsspec gcsfs` for gs://, `s3fs` for s3://)"
-            ) from None
-        f: IO[bytes] = fsspec.open(path, mode).open()
-        return f
+    if _fs.is_url(path):  # fsspec URLs: see tfrecord_lite._fs
+        if mode.replace("b", "") == "r":
+            return _fs.open_read(path)
+        if mode.replace("b", "") == "w":
+            return _fs.open_write(path).file
+        raise ValueError(f"mode {mode!r} is not supported for the URL {path!r}")
     return _builtin_open(path, mode, buffering=buffering)
 
 
@@ -342,10 +368,13 @@ class TFRecordWriter:
         atomic: bool = False,
         mode: str = "w",
         repair: bool = False,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self._lock = threading.Lock()
         self._file: Optional[IO[bytes]] = None
-        self._tmp_path: Optional[str] = None
+        # Until a clean close(): a local temporary path (atomic=True), or the pending
+        # upload of a URL (atomic=True, or mode="a": the object is rewritten).
+        self._tmp_path: Union[str, _fs.Output, None] = None
         self._pid = os.getpid()
         self.records_written = 0
         #: With ``mode="a", repair=True``: what was cut off the damaged tail, if anything.
@@ -360,13 +389,22 @@ class TFRecordWriter:
         if repair and not append:
             raise ValueError("repair=True goes with mode='a'")
         if self._owns_file:
-            target = os.fspath(path)  # type: ignore[arg-type]
-            if (atomic or append) and "://" in target:
-                what = "atomic=True" if atomic else "mode='a'"
-                raise ValueError(f"{what} needs a local file path, got the URL {target!r}")
+            target = _fs.bind(path, storage_options)  # type: ignore[arg-type]
             if atomic and append:
                 raise ValueError("atomic=True and mode='a' cannot be combined")
-            if append:
+            if _fs.is_url(target) and (atomic or append):
+                # No rename on object stores: the upload is committed at close().
+                out = _fs.open_write(target, atomic=True)
+                try:
+                    if append:
+                        self.repaired = _copy_for_append(target, out, self.compression, repair)
+                except BaseException:
+                    out.discard()
+                    raise
+                self._tmp_path = out
+                self._file = out.file
+                self._final_path = target
+            elif append:
                 self.repaired = _prepare_append(target, self.compression, repair)
                 self._file = _open_binary(target, "ab", buffering=0)
             elif atomic:
@@ -410,8 +448,12 @@ class TFRecordWriter:
         return self._file
 
     def write(self, record: Union[bytes, bytearray, memoryview]) -> None:
-        """Append one record (its bytes, e.g. ``example.SerializeToString()``)."""
-        data = _as_buffer(record)
+        """Append one record (its bytes, e.g. ``example.SerializeToString()``).
+
+        Takes bytes-like objects only: a ``str``, a NumPy array or an ``Example``
+        object is a ``TypeError`` that says how to get the bytes.
+        """
+        data = _record_buffer(record)
         with self._lock:
             self._check_open()
             self._append(data)
@@ -423,14 +465,14 @@ class TFRecordWriter:
             self._check_open()
             if self._flush_mode != zlib.Z_NO_FLUSH:
                 for record in records:
-                    self._append(_as_buffer(record))
+                    self._append(_record_buffer(record))
                     count += 1
                 return count
             # Frame a chunk of records at a time (vectorized CRC masking, cached headers).
             it = iter(records)
             while True:
                 chunk = [
-                    r if type(r) is bytes else bytes(_as_buffer(r))
+                    r if type(r) is bytes else bytes(_record_buffer(r))
                     for r in itertools.islice(it, _FRAME_CHUNK)
                 ]
                 if not chunk:
@@ -488,7 +530,7 @@ class TFRecordWriter:
             f = self._check_open()
             self._drain(zlib.Z_SYNC_FLUSH)
             f.flush()
-            if fsync:
+            if fsync and not _fs.is_url(self.path or ""):
                 os.fsync(f.fileno())
 
     def close(self) -> None:
@@ -510,7 +552,7 @@ class TFRecordWriter:
             try:
                 self._drain(zlib.Z_FINISH)
                 f.flush()
-                if tmp is not None:
+                if isinstance(tmp, str):
                     os.fsync(f.fileno())
                 done = True
             finally:
@@ -567,6 +609,25 @@ class TFRecordWriter:
         )
 
 
+def _record_buffer(record: object) -> Union[bytes, bytearray, memoryview]:
+    """A record to write as a buffer; a TypeError with the fix for the usual mistakes."""
+    if isinstance(record, (bytes, bytearray, memoryview)):
+        return _as_buffer(record)
+    kind = type(record)
+    if hasattr(record, "SerializeToString"):
+        raise TypeError(
+            f"write() takes a record's bytes, got a protobuf message ({kind.__name__}): "
+            "pass example.SerializeToString()"
+        )
+    if kind.__module__ == "numpy" or hasattr(record, "__array_interface__"):
+        raise TypeError(
+            f"write() takes a record's bytes, got {kind.__module__}.{kind.__qualname__}: "
+            "store arrays in an Example (tfr.encode_example({'image': arr})), or pass "
+            "arr.tobytes() to write the raw bytes as the record"
+        )
+    return _as_buffer(record)
+
+
 #: Writers open in this process: a forked child marks them as not its own.
 _OPEN_WRITERS: weakref.WeakSet[TFRecordWriter] = weakref.WeakSet()
 
@@ -585,7 +646,10 @@ def _temp_path(target: str) -> str:
     return os.path.join(directory, f".{name}.tmp-{secrets.token_hex(6)}")
 
 
-def _remove_quietly(path: str) -> None:
+def _remove_quietly(path: Union[str, _fs.Output]) -> None:
+    if isinstance(path, _fs.Output):
+        path.discard()  # an upload: aborted, nothing appears
+        return
     with contextlib.suppress(OSError):
         os.unlink(path)
 
@@ -604,8 +668,14 @@ def _fsync_directory(path: str) -> None:
         os.close(fd)
 
 
-def _commit(tmp: str, final: str, ok: bool) -> None:
+def _commit(tmp: Union[str, _fs.Output], final: str, ok: bool) -> None:
     """Rename a finished temporary file onto its final path, or remove it."""
+    if isinstance(tmp, _fs.Output):  # an upload: completed, or aborted
+        if ok:
+            tmp.commit()
+        else:
+            tmp.discard()
+        return
     if not ok:
         _remove_quietly(tmp)
         return
@@ -615,6 +685,44 @@ def _commit(tmp: str, final: str, ok: bool) -> None:
         _remove_quietly(tmp)
         raise
     _fsync_directory(os.path.dirname(os.path.abspath(final)))
+
+
+def _copy_for_append(
+    url: str, out: _fs.Output, compression: str, repair: bool
+) -> Optional[SkipReport]:
+    """``mode="a"`` on a URL: the object is downloaded to a temporary file, checked (and
+    repaired) as a local file would be, and copied into the new upload ``out``."""
+    local = _fs.download_to_temp(url)
+    if local is None:
+        return None  # a new object
+    try:
+        try:
+            report = _prepare_append(local, compression, repair)
+        except TFRecordError as err:
+            moved = type(err).__new__(type(err))
+            moved.__dict__.update(err.__dict__)
+            TFRecordError.__init__(
+                moved,
+                err.message.replace(repr(local), repr(str(url))),
+                path=url,
+                offset=err.offset,
+                index=err.index,
+            )
+            raise moved from None
+        except ValueError as err:
+            raise ValueError(str(err).replace(repr(local), repr(str(url)))) from None
+        if report is not None:
+            error = report.error.with_location(path=url) if report.error is not None else None
+            report = dataclasses.replace(report, path=str(url), error=error)
+        with _builtin_open(local, "rb") as f:
+            while True:
+                block = f.read(_fs.REMOTE_BLOCK_SIZE)
+                if not block:
+                    break
+                _write_all(out.file, block)
+    finally:
+        os.unlink(local)
+    return report
 
 
 def _prepare_append(path: str, compression: str, repair: bool) -> Optional[SkipReport]:
@@ -797,7 +905,7 @@ class TFRecordReader:
 
     def __init__(
         self,
-        paths: Union[PathOrFile, Sequence[PathOrFile]],
+        paths: Union[PathOrFile, Sequence[PathOrFile], None] = None,
         compression: Union[str, int, TFRecordOptions, None] = "auto",
         *,
         verify: bool = True,
@@ -806,12 +914,21 @@ class TFRecordReader:
         on_error: str = "raise",
         on_skip: Optional[Callable[[SkipReport], None]] = None,
         max_record_size: Optional[int] = None,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
+        if paths is None:  # TF1's tf.TFRecordReader().read(filename_queue)
+            raise GraphOnlyError(
+                "TFRecordReader() without files is TensorFlow 1's queue reader "
+                "(reader.read(filename_queue)), which needs a graph and a session. "
+                "Read the files directly: "
+                "`for record in tfr.data.TFRecordDataset(filenames): ...` "
+                "(see docs/tf1-queues.md)"
+            )
         if options is not None:
             if compression != "auto":
                 raise TypeError("pass either compression= or options=, not both")
             compression = options
-        self.compression = _compression_name(compression, allow_auto=True)
+        self.compression = _reader_compression(compression)
         if (
             isinstance(compression, TFRecordOptions)
             and compression.input_buffer_size
@@ -822,7 +939,7 @@ class TFRecordReader:
         self.on_error = check_on_error(on_error)
         self.max_record_size = check_max_record_size(max_record_size)
         _check_callback(on_skip)
-        self.files = expand_paths(paths)
+        self.files = expand_paths(paths, storage_options=storage_options)
         self.verify = verify
         self.buffer_size = buffer_size or READ_BLOCK_SIZE
         self.path: Optional[str] = None
@@ -906,15 +1023,16 @@ class TFRecordReader:
 
 def read_records(
     source: PathOrFile,
-    compression: str = "auto",
+    compression: Union[str, int, TFRecordOptions, None] = "auto",
     *,
     verify: bool = True,
     buffer_size: int = READ_BLOCK_SIZE,
     on_error: str = "raise",
     on_skip: Optional[Callable[[SkipReport], None]] = None,
     max_record_size: Optional[int] = None,
+    storage_options: Optional[Mapping[str, Any]] = None,
 ) -> Iterator[bytes]:
-    """Yield the records of one file (path or binary file object) as ``bytes``.
+    """Yield the records of one file (path, URL or binary file object) as ``bytes``.
 
     Errors carry the file's name and the record's offset and index.
 
@@ -935,10 +1053,12 @@ def read_records(
     read); for GZIP/ZLIB at most :data:`DEFAULT_MAX_COMPRESSED_RECORD` bytes
     (256 MiB) of one record are buffered before it is refused.
     """
-    compression = _compression_name(compression, allow_auto=True)
+    compression = _reader_compression(compression)
     on_error = check_on_error(on_error)
     max_record_size = check_max_record_size(max_record_size)
     _check_callback(on_skip)
+    if not is_file_object(source):
+        source = _fs.bind(source, storage_options)  # type: ignore[arg-type]
     return _flatten(
         _read_batches(source, compression, verify, buffer_size, on_error, on_skip, max_record_size)
     )
@@ -993,8 +1113,10 @@ def _read_batches(
             if not more:
                 break
             first += more
+        requested = compression
+        found = detect_compression(first)
         if compression == "auto":
-            compression = detect_compression(first)
+            compression = found
         chunks: Iterator[bytes] = _chain(first, raw)
         if compression:
             # A local file can be read again from any offset: that lets the fast
@@ -1049,6 +1171,11 @@ def _read_batches(
             yield from _decoded_batches(decoder)  # a deferred error is raised here
             yield from _batched(decoder.close())
         except TFRecordError as err:
+            if requested != "auto" and found != compression and err.index in (None, 0):
+                err = _wrong_compression(err, compression, found)
+                if err.path is None and path is not None:
+                    err = err.with_location(path=path)
+                raise err from None
             if err.path is None and path is not None:
                 raise err.with_location(path=path) from None
             raise
@@ -1099,6 +1226,8 @@ def _remaining_size(f: IO[bytes]) -> Optional[int]:
     try:
         if not f.seekable():
             return None
+        if isinstance(f, _fs.RemoteReader):
+            return f.size - f.tell()
         return os.fstat(f.fileno()).st_size - f.tell()
     except (OSError, AttributeError, ValueError):
         return None
@@ -1113,15 +1242,37 @@ def tf_record_iterator(
     on_error: str = "raise",
     on_skip: Optional[Callable[[SkipReport], None]] = None,
     max_record_size: Optional[int] = None,
-) -> Iterator[bytes]:
-    """Yield every record of a TFRecord file (or files) as ``bytes``.
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> RecordIterator:
+    """An iterator over the records of a TFRecord file (or files), as ``bytes``.
 
     The counterpart of ``tf.compat.v1.io.tf_record_iterator(path, options)``;
-    the second argument also takes TensorFlow's options. Compression is detected
-    by default. See :class:`TFRecordReader` for the accepted ``path`` forms and
-    for ``on_error`` / ``on_skip`` / ``max_record_size``.
+    the second argument also takes TensorFlow's options. ``None`` (and the
+    default ``"auto"``) detect the compression; ``""`` insists on a plain file.
+    See :class:`TFRecordReader` for the accepted ``path`` forms and for
+    ``on_error`` / ``on_skip`` / ``max_record_size``.
+
+    Like TensorFlow's, the iterator keeps its read offset (TensorBoard-style
+    tailing of a file that is still being written relies on it):
+
+    * after ``StopIteration``, records appended to the file later are returned by
+      the next ``next()``;
+    * a record cut short at the end of the file raises
+      :class:`~tfrecord_lite.TruncatedRecordError` (a ``DataLossError``) on each
+      ``next()`` until the rest of it has been written; then it is returned. A
+      file that ends inside a record *header* raises too (TensorFlow stops
+      silently there);
+    * a corrupt record raises the same error on every later ``next()``.
+
+    This holds for uncompressed files read with ``on_error="raise"`` (the
+    default), and for the last file when several are given. A GZIP/ZLIB file,
+    or ``on_error="skip"``/``"stop"``, is read as one stream: after its end the
+    iterator stays at the end (records appended later are not picked up: a
+    deflate stream cannot be resumed there), and an error repeats on every
+    later ``next()``. ``close()`` (or ``with``) closes the file; otherwise it
+    stays open, as in TensorFlow, until the iterator is dropped.
     """
-    with TFRecordReader(
+    reader = TFRecordReader(
         path,
         compression,
         verify=verify,
@@ -1129,9 +1280,220 @@ def tf_record_iterator(
         on_error=on_error,
         on_skip=on_skip,
         max_record_size=max_record_size,
-    ) as reader:
-        for batch in reader._batches():  # records straight from the decoder's lists
-            yield from batch
+        storage_options=storage_options,
+    )
+    return RecordIterator(reader)
+
+
+class RecordIterator:
+    """The iterator :func:`tf_record_iterator` returns: it keeps its read offset.
+
+    ``next()`` returns the next record; ``StopIteration`` at the end of the file
+    does not end it (see :func:`tf_record_iterator`). :attr:`path` is the file
+    being read and :attr:`index` the number of records returned from it so far.
+    """
+
+    def __init__(self, reader: TFRecordReader) -> None:
+        self._reader = reader
+        self._files = list(reader.files)
+        self._next_file = 0
+        self._batch: list[bytes] = []
+        self._pos = 0
+        self._tail: Optional[_PlainTail] = None
+        self._stream: Optional[Iterator[list[bytes]]] = None
+        self._error: Optional[BaseException] = None
+        self._closed = False
+        self._lock = threading.RLock()
+        #: The file being read.
+        self.path: Optional[str] = None
+        #: Records returned from :attr:`path` so far.
+        self.index = 0
+
+    def __iter__(self) -> RecordIterator:
+        return self
+
+    def __next__(self) -> bytes:
+        with self._lock:
+            pos = self._pos
+            if pos < len(self._batch):
+                self._pos = pos + 1
+                self.index += 1
+                return self._batch[pos]
+            if self._closed:
+                raise ClosedError("Reader is closed.", path=self.path)
+            batch = self._fill()
+            self._batch, self._pos = batch, 1
+            self.index += 1
+            return batch[0]
+
+    def _fill(self) -> list[bytes]:
+        """The next non-empty list of records; StopIteration at the end (for now)."""
+        while True:
+            last = self._next_file >= len(self._files)
+            if self._tail is not None:
+                batch = self._tail.read()
+                if batch:
+                    return batch
+                if last:
+                    raise StopIteration  # the file stays open: it may grow
+                self._tail.close()
+                self._tail = None
+            elif self._stream is not None:
+                if self._error is not None:
+                    raise self._error
+                try:
+                    batch = next(self._stream)
+                except StopIteration:
+                    batch = []
+                except BaseException as err:
+                    self._error = err
+                    raise
+                if batch:
+                    return batch
+                if last:
+                    raise StopIteration  # stays at the end of this stream
+                self._stream = None
+            elif last:
+                raise StopIteration
+            else:
+                self._open(self._files[self._next_file])
+                self._next_file += 1
+
+    def _open(self, source: PathOrFile) -> None:
+        r = self._reader
+        self.path = _describe(source)
+        self.index = 0
+        self._error = None
+        if r.on_error == "raise" and r.compression in ("", "auto"):
+            f: Optional[IO[bytes]] = None
+            owns = not is_file_object(source)
+            if owns:
+                f = _open_binary(os.fspath(source), "rb", buffering=0)  # type: ignore[arg-type]
+            elif getattr(source, "seekable", lambda: False)():
+                f = source  # type: ignore[assignment]
+            if f is not None:
+                try:
+                    start = f.tell()
+                    head = f.read(HEADER_SIZE)
+                    f.seek(start)
+                    found = detect_compression(head)
+                    if r.compression == "" or found == "":
+                        self._tail = _PlainTail(f, owns, self.path, r, found)
+                        return
+                except BaseException:
+                    if owns:
+                        f.close()
+                    raise
+                if owns:  # compressed: read the open file as one stream, then close it
+                    self._stream = _closing(f, self._one_pass(f))
+                    return
+        self._stream = self._one_pass(source)
+
+    def _one_pass(self, source: PathOrFile) -> Iterator[list[bytes]]:
+        r = self._reader
+        return _read_batches(
+            source,
+            r.compression,
+            r.verify,
+            r.buffer_size,
+            r.on_error,
+            r._skipped,
+            r.max_record_size,
+        )
+
+    def close(self) -> None:
+        """Close the file being read. Idempotent; ``next()`` then raises ``ClosedError``."""
+        with self._lock:
+            self._closed = True
+            self._batch, self._pos = [], 0
+            tail, self._tail = self._tail, None
+            stream, self._stream = self._stream, None
+            if tail is not None:
+                tail.close()
+            if stream is not None:
+                stream.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> RecordIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"<RecordIterator path={self.path!r} index={self.index}>"
+
+
+def _closing(f: IO[bytes], batches: Iterator[list[bytes]]) -> Iterator[list[bytes]]:
+    try:
+        yield from batches
+    finally:
+        _close_quietly(batches)
+        f.close()
+
+
+def _close_quietly(it: object) -> None:
+    close = getattr(it, "close", None)
+    if close is not None:
+        close()
+
+
+class _PlainTail:
+    """An uncompressed file read from a kept offset: it may grow between reads."""
+
+    def __init__(
+        self, f: IO[bytes], owns: bool, path: Optional[str], r: TFRecordReader, found: str
+    ) -> None:
+        self._f: Optional[IO[bytes]] = f
+        self._found = found  # what the first bytes look like (a hint when an error follows)
+        self._owns = owns
+        self._path = path
+        self._verify = r.verify
+        self._block = r.buffer_size
+        self._decoder = RecordDecoder(verify=r.verify, max_record_size=r.max_record_size)
+
+    def read(self) -> list[bytes]:
+        """The records completed since the last call; ``[]`` at the end of the file.
+
+        Raises a DataLossError when the file ends inside a record (each call, until
+        the record is complete) or a record is corrupt (every call).
+        """
+        d = self._decoder
+        f = self._f
+        if f is None:
+            return []
+        try:
+            out = d.records()
+            while not out:
+                block = f.read(self._block)
+                if not block:
+                    if d.pending:
+                        self._raise_truncated()
+                    return []
+                d.feed(block)
+                out = d.records()
+            return out
+        except TFRecordError as err:
+            if self._found and err.index in (None, 0):
+                err = _wrong_compression(err, "", self._found)
+            elif err.path is not None or self._path is None:
+                raise
+            raise err.with_location(path=self._path) from None
+
+    def _raise_truncated(self) -> None:
+        d = self._decoder
+        probe = RecordDecoder(verify=self._verify, offset=d.offset, index=d.index)
+        for chunk in d._chunks:
+            probe.feed(chunk)
+        probe.close()  # raises TruncatedRecordError: the file ends inside a record
+
+    def close(self) -> None:
+        f, self._f = self._f, None
+        if f is not None and self._owns:
+            f.close()
 
 
 def open(  # mirrors the builtin, like gzip.open
@@ -1140,17 +1502,24 @@ def open(  # mirrors the builtin, like gzip.open
     compression: Union[str, int, TFRecordOptions, None] = None,
     *,
     verify: bool = True,
+    storage_options: Optional[Mapping[str, Any]] = None,
 ) -> Union[TFRecordReader, TFRecordWriter]:
     """Open a TFRecord file for reading (``"r"``) or writing (``"w"``).
 
     ``mode`` may carry a ``"b"`` (ignored: records are always bytes). Reading
-    detects compression unless it is given.
+    detects compression unless it is given. ``storage_options`` are for a URL's
+    filesystem (see :mod:`tfrecord_lite._fs`).
     """
     m = mode.replace("b", "")
     if m == "r":
-        return TFRecordReader(path, "auto" if compression is None else compression, verify=verify)
+        return TFRecordReader(
+            path,
+            "auto" if compression is None else compression,
+            verify=verify,
+            storage_options=storage_options,
+        )
     if m == "w":
-        return TFRecordWriter(path, compression)
+        return TFRecordWriter(path, compression, storage_options=storage_options)
     raise ValueError(f"mode must be 'r' or 'w', got {mode!r}")
 
 
@@ -1206,8 +1575,8 @@ def salvage_file(
     (for a progress bar); ``info`` receives the compression and the file's size.
     """
     name = os.fspath(path)
-    with _builtin_open(name, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    with _open_binary(name, "rb") as f:
+        size = _remaining_size(f) or 0
         first = f.read(READ_BLOCK_SIZE)
         comp = compression.upper() if compression else ""
         if comp == "NONE":
