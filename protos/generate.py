@@ -63,7 +63,11 @@ REPO_ROOT = PROTOS_DIR.parent
 PACKAGE_DIR = REPO_ROOT / "tfrecord_lite"
 
 #: .proto files, relative to PROTOS_DIR (the -I root), in dependency order.
-PROTO_FILES = ("tfrecord_lite/feature.proto", "tfrecord_lite/example.proto")
+PROTO_FILES = (
+    "tfrecord_lite/feature.proto",
+    "tfrecord_lite/example.proto",
+    "tfrecord_lite/tensor.proto",
+)
 
 
 class GeneratorUnavailable(RuntimeError):

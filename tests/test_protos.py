@@ -29,7 +29,14 @@ from google.protobuf.descriptor import FieldDescriptor
 from tfrecord_lite import example_pb2, feature_pb2
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ("feature_pb2.py", "feature_pb2.pyi", "example_pb2.py", "example_pb2.pyi")
+GENERATED = (
+    "feature_pb2.py",
+    "feature_pb2.pyi",
+    "example_pb2.py",
+    "example_pb2.pyi",
+    "tensor_pb2.py",
+    "tensor_pb2.pyi",
+)
 
 
 def _load_generator() -> ModuleType:

@@ -15,7 +15,8 @@ ports by changing ``tf.io.`` / ``tf.train.`` into ``tfr.``::
 Layers, bottom up; a module imports only from its own row or the rows above it:
 
 ==========================================  ===================================================
-``example_pb2``, ``feature_pb2``            generated protobuf messages (private proto package)
+``example_pb2``, ``feature_pb2``,           generated protobuf messages (private proto package)
+``tensor_pb2``
 ``_errors``, ``_version``                   exceptions and the version, used by every layer
 ``_crc``                                    CRC-32C backends and TensorFlow's masked CRC
 ``_framing``, ``_scan``, ``_recover``       sans-I/O record framing, block scanning, recovery
@@ -23,10 +24,12 @@ Layers, bottom up; a module imports only from its own row or the rows above it:
 ``_schema``, ``_values``, ``_wire``         feature specs and dtypes, sparse/ragged values
 ``_example``                                building Examples (wire format, protobuf objects)
 ``_parse``, ``_fastparse``, ``_infer``      parsing into NumPy (vectorized), schema inference
-``_decode``, ``_arrays``                    decode_raw and images; whole files as NumPy columns
+``_decode``, ``_arrays``, ``_tensor``       decode_raw and images; whole files as NumPy columns;
+                                            serialize_tensor / parse_tensor
 ``_index``, ``_sharded``, ``_dataset``      random access, sharded writing, datasets,
 ``torch``, ``_cli``, ``_images``            PyTorch, the command line and its helpers,
 ``_progress``, ``io``, ``train``, ``data``  and the TensorFlow-named namespaces
+``python_io``, ``compat``
 ==========================================  ===================================================
 """
 
@@ -35,6 +38,7 @@ from . import (
     data,
     io,
     train,
+    python_io,
 )
 from ._arrays import concat_parsed, read_examples, write_examples
 from ._crc import available_crc_backends, crc_backend, masked_crc32c
@@ -47,6 +51,7 @@ from ._errors import (
     CorruptRecordError,
     DataLossError,
     ParseError,
+    GraphOnlyError,
     RecordTooLargeError,
     TFRecordError,
     TruncatedRecordError,
@@ -126,6 +131,7 @@ __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "ParseError",
+    "GraphOnlyError",
     "RaggedFeature",
     "RaggedValue",
     "RandomAccessError",
@@ -190,6 +196,7 @@ __all__ = [
     "parse_single_example",
     "parse_single_sequence_example",
     "read_examples",
+    "python_io",
     "read_index",
     "read_records",
     "shard_name",

@@ -26,6 +26,7 @@ Hierarchy::
     │   ├── RecordTooLargeError             a length field claims more than max_record_size
     │   └── CompressionError                the GZIP/ZLIB stream is damaged
     ├── ClosedError (ValueError)            a writer or reader used after close()
+    ├── GraphOnlyError (NotImplementedError) a TF1 graph-mode API (queues) that cannot run eagerly
     └── ParseError (ValueError)             a record is not a valid Example, or does not fit the schema
 """
 
@@ -39,6 +40,7 @@ __all__ = [
     "CompressionError",
     "CorruptRecordError",
     "DataLossError",
+    "GraphOnlyError",
     "ParseError",
     "RecordTooLargeError",
     "TFRecordError",
@@ -201,6 +203,14 @@ class CompressionError(DataLossError):
 
 class ClosedError(TFRecordError, ValueError):
     """A writer or reader was used after ``close()``."""
+
+
+class GraphOnlyError(TFRecordError, NotImplementedError):
+    """A TensorFlow 1 graph-mode API (input queues, ``TFRecordReader().read(queue)``).
+
+    Those need a graph and a session; tfrecord_lite runs eagerly. The message names
+    the replacement and shows the one-line translation (see ``docs/tf1-queues.md``).
+    """
 
 
 class ParseError(TFRecordError, ValueError):

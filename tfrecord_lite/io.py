@@ -1,10 +1,26 @@
 """``tfr.io``: the names TensorFlow keeps under ``tf.io``, for scripts that port by prefix.
 
-``tf.io.parse_example(...)`` becomes ``tfr.io.parse_example(...)``; every name here
-is also available at the top level of :mod:`tfrecord_lite`.
+``tf.io.parse_example(...)`` becomes ``tfr.io.parse_example(...)``. Besides the
+record and parsing names (also at the top level of :mod:`tfrecord_lite`) it holds
+TensorFlow's image ops (``decode_image``, ``decode_jpeg``, ``decode_png``,
+``encode_jpeg``, ``encode_png``; the ``image`` extra, Pillow) with TensorFlow's
+arguments and ``(H, W, C)`` results, ``serialize_tensor`` / ``parse_tensor``
+(TensorFlow's ``TensorProto`` bytes) and ``decode_json_example``. Every function
+accepts TensorFlow's ``name=`` argument (and ignores it).
+
+Note: ``tfr.io.decode_image`` is TensorFlow's (``channels=``, ``dtype=``, always
+``(H, W, C)``); the top-level ``tfr.decode_image(data, mode=None)`` is the
+Pillow-style helper that keeps grayscale 2-D.
 """
 
-from ._decode import decode_raw
+from ._decode import (
+    decode_jpeg,
+    decode_png,
+    decode_raw,
+    encode_jpeg,
+    encode_png,
+)
+from ._decode import tf_decode_image as decode_image
 from ._io import (
     TFRecordCompressionType,
     TFRecordOptions,
@@ -24,6 +40,7 @@ from ._schema import (
     SparseFeature,
     VarLenFeature,
 )
+from ._tensor import decode_json_example, parse_tensor, serialize_tensor
 
 __all__ = [
     "FixedLenFeature",
@@ -34,10 +51,18 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
+    "decode_image",
+    "decode_jpeg",
+    "decode_json_example",
+    "decode_png",
     "decode_raw",
+    "encode_jpeg",
+    "encode_png",
     "parse_example",
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "parse_tensor",
+    "serialize_tensor",
     "tf_record_iterator",
 ]
