@@ -646,7 +646,9 @@ def test_writer_rejects_non_bytes(tfr_path: pathlib.Path) -> None:
     with tfr.TFRecordWriter(tfr_path) as writer:
         with pytest.raises(TypeError, match="encode it first"):
             writer.write("text")  # type: ignore[arg-type]
-        writer.write(np.arange(4, dtype=np.uint8))
+        with pytest.raises(TypeError, match=r"tobytes\(\)"):
+            writer.write(np.arange(4, dtype=np.uint8))  # type: ignore[arg-type]
+        writer.write(np.arange(4, dtype=np.uint8).tobytes())
     assert read_all(tfr_path) == [bytes([0, 1, 2, 3])]
 
 
