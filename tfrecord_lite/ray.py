@@ -186,6 +186,33 @@ class _Piece:
         return None if self.start is None or self.stop is None else self.stop - self.start
 
 
+def split_file(path: str, per_task: int, compression: Optional[str] = "auto") -> list[_Piece]:
+    """How one file is read: whole, or in record ranges when it is large, plain and indexed."""
+    if _is_url(path):
+        return [_Piece(path, None)]
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return [_Piece(path, None)]  # the read task reports the error
+    index_path = find_index(path)
+    if index_path is None or compression not in ("auto", None, ""):
+        return [_Piece(path, size)]
+    with open(path, "rb") as f:
+        if detect_compression(f.read(16)):
+            return [_Piece(path, size)]
+    table = read_index(index_path, data_size=size)
+    n = len(table)
+    if n <= per_task:
+        return [_Piece(path, size)]
+    k = math.ceil(n / per_task)
+    bounds = [n * i // k for i in range(k + 1)]
+    offsets = [int(table[b, 0]) if b < n else size for b in bounds]
+    return [
+        _Piece(path, offsets[i + 1] - offsets[i], bounds[i], bounds[i + 1], index_path)
+        for i in range(k)
+    ]
+
+
 class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc,valid-type]
     """A :class:`ray.data.Datasource` of TFRecord files (see :func:`read_tfrecords`)."""
 
@@ -222,32 +249,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc,valid-type]
                 self.plan = ReadPlan(None, None, src, compression=compression, sample=sample)
         else:
             self.plan = ReadPlan(features, sequence_features)
-        self.pieces = [p for f in self.files for p in self._pieces(f, records_per_task)]
-
-    def _pieces(self, path: str, per_task: int) -> list[_Piece]:
-        if _is_url(path):
-            return [_Piece(path, None)]
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            return [_Piece(path, None)]  # the read task reports the error
-        index_path = find_index(path)
-        if index_path is None or self.compression not in ("auto", None, ""):
-            return [_Piece(path, size)]
-        with open(path, "rb") as f:
-            if detect_compression(f.read(16)):
-                return [_Piece(path, size)]
-        table = read_index(index_path, data_size=size)
-        n = len(table)
-        if n <= per_task:
-            return [_Piece(path, size)]
-        k = math.ceil(n / per_task)
-        bounds = [n * i // k for i in range(k + 1)]
-        offsets = [int(table[b, 0]) if b < n else size for b in bounds]
-        return [
-            _Piece(path, offsets[i + 1] - offsets[i], bounds[i], bounds[i + 1], index_path)
-            for i in range(k)
-        ]
+        self.pieces = [p for f in self.files for p in split_file(f, records_per_task, compression)]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         """The bytes of the files (None when a size is unknown, e.g. for URLs)."""

@@ -1,0 +1,208 @@
+"""Dask: TFRecord files as a ``dask.dataframe.DataFrame``, and a DataFrame back as shards.
+
+Needs Dask: ``pip install "tfrecord-lite[dask]"``. No TensorFlow involved::
+
+    from tfrecord_lite import dask as tfdask
+
+    df = tfdask.read_tfrecords("data/train-*.tfrecord")      # one partition per file
+    df = df[df.label < 5]
+    paths = tfdask.to_tfrecords(df, "out/")                   # out/part-00000-of-000NN ...
+
+Each partition is one file, or one range of records of a large uncompressed
+file that has an index file. It is parsed with the library's vectorized parser
+into Arrow (:mod:`tfrecord_lite.arrow`) and handed to pandas: numbers become
+NumPy columns, bytes ``object`` columns of ``bytes``, fixed shapes and lists
+``object`` columns of arrays. :func:`to_tfrecords` writes one shard per
+partition, each to a temporary file renamed onto its final name when complete.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
+
+from ._infer import DEFAULT_SAMPLE
+from ._io import TFRecordReader, TFRecordWriter
+from ._paths import shard_name
+from ._schema import FeatureSpec
+from .arrow import DEFAULT_BATCH_SIZE, ReadPlan, table_records
+
+__all__ = ["read_tfrecords", "to_tfrecords"]
+
+_INSTALL = 'tfrecord_lite.dask needs Dask: pip install "tfrecord-lite[dask]"'
+
+
+def _dd() -> Any:
+    try:
+        import dask.dataframe as dd
+    except ImportError:
+        raise ImportError(_INSTALL) from None
+    return dd
+
+
+class _ReadPartition:
+    """Reads one partition (a file or a record range) into pandas; pickled to the workers."""
+
+    def __init__(
+        self,
+        plan: ReadPlan,
+        compression: Any,
+        verify: bool,
+        on_error: str,
+        storage_options: Optional[dict[str, Any]],
+        batch_size: int,
+        include_paths: bool,
+    ) -> None:
+        self.plan = plan
+        self.compression = compression
+        self.verify = verify
+        self.on_error = on_error
+        self.storage_options = storage_options
+        self.batch_size = batch_size
+        self.include_paths = include_paths
+
+    def table(self, piece: Any) -> Any:
+        import pyarrow as pa
+
+        from .ray import _source
+
+        tables = [self.plan.schema.empty_table()]
+        if piece.start is not None:
+            from ._index import TFRecordFile
+
+            with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
+                for a in range(piece.start, piece.stop, self.batch_size):
+                    tables.append(self.plan.convert(f[a : min(piece.stop, a + self.batch_size)]))
+        else:
+            with (
+                _source(piece.path, self.storage_options) as src,
+                TFRecordReader(
+                    src, self.compression, verify=self.verify, on_error=self.on_error
+                ) as reader,
+            ):
+                batch: list[bytes] = []
+                for record in reader:
+                    batch.append(record)
+                    if len(batch) == self.batch_size:
+                        tables.append(self.plan.convert(batch))
+                        batch = []
+                if batch:
+                    tables.append(self.plan.convert(batch))
+        table = pa.concat_tables(tables)
+        if self.include_paths:
+            table = table.append_column(
+                "path", pa.array([piece.path] * table.num_rows, pa.string())
+            )
+        return table
+
+    def __call__(self, piece: Any) -> Any:
+        return self.table(piece).to_pandas()
+
+
+def read_tfrecords(
+    paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+    features: Optional[Mapping[str, FeatureSpec]] = None,
+    *,
+    sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+    compression: Optional[str] = "auto",
+    verify: bool = True,
+    on_error: str = "raise",
+    storage_options: Optional[Mapping[str, Any]] = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    records_per_partition: Optional[int] = None,
+    include_paths: bool = False,
+    sample: int = DEFAULT_SAMPLE,
+) -> Any:
+    """A lazy ``dask.dataframe.DataFrame`` of the records of TFRecord files (``dd.from_map``).
+
+    One partition per file; a large uncompressed file with an index file is
+    split into partitions of about ``records_per_partition`` records (default:
+    :data:`tfrecord_lite.ray.DEFAULT_RECORDS_PER_TASK`). Arguments as
+    :func:`tfrecord_lite.ray.read_tfrecords`: ``features`` inferred from the
+    first file when ``None``, SequenceExamples with ``sequence_features``,
+    URLs with ``storage_options``, ``include_paths`` adds a ``path`` column.
+    """
+    dd = _dd()
+    from .ray import DEFAULT_RECORDS_PER_TASK, _Piece, _source, expand, split_file
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if on_error not in ("raise", "skip", "stop"):
+        raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
+    files = expand(paths, storage_options)
+    opts = dict(storage_options) if storage_options else None
+    if features is None and sequence_features is None:
+        with _source(files[0], opts) as src:
+            plan = ReadPlan(None, None, src, compression=compression, sample=sample)
+    else:
+        plan = ReadPlan(features, sequence_features)
+    per = records_per_partition or DEFAULT_RECORDS_PER_TASK
+    pieces: list[_Piece] = [p for f in files for p in split_file(f, per, compression)]
+    reader = _ReadPartition(plan, compression, verify, on_error, opts, batch_size, include_paths)
+    empty = plan.schema.empty_table()
+    if include_paths:
+        import pyarrow as pa
+
+        empty = empty.append_column("path", pa.array([], pa.string()))
+    meta = empty.to_pandas()
+    import dask
+
+    # bytes stay bytes: Dask's default would turn object columns into (decoded) text.
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(
+            reader, pieces, meta=meta, label="read-tfrecords", enforce_metadata=False
+        )
+
+
+def _write_partition(
+    pdf: Any,
+    final: str,
+    compression: Optional[str],
+    sequence_features: Optional[list[str]],
+) -> int:
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(pdf, preserve_index=False)
+    with TFRecordWriter(final, compression, atomic=True) as w:
+        return w.write_all(table_records(table, sequence_features=sequence_features))
+
+
+def to_tfrecords(
+    df: Any,
+    path: Union[str, os.PathLike[str]],
+    *,
+    compression: Optional[str] = None,
+    prefix: str = "part",
+    sequence_features: Optional[Sequence[str]] = None,
+    compute: bool = True,
+    **compute_kwargs: Any,
+) -> Any:
+    """Write a Dask DataFrame as one TFRecord shard per partition; return the shard paths.
+
+    Shards are ``<path>/<prefix>-NNNNN-of-MMMMM`` (``MMMMM`` = number of
+    partitions). Each row becomes a ``tf.train.Example`` (``SequenceExample``
+    with ``sequence_features``), with the column mapping of
+    :mod:`tfrecord_lite.arrow` (object columns of arrays or lists become lists).
+    Each shard goes to a temporary file renamed onto its name when complete, so a
+    task Dask retries leaves neither a partial nor a duplicated shard.
+    ``compute=False`` returns the ``dask.delayed`` objects (each gives its
+    shard's record count) instead of writing now.
+    """
+    import dask
+
+    _dd()
+    root = os.fspath(path)
+    if "://" in root:
+        raise ValueError("to_tfrecords writes to a local or shared file system path")
+    os.makedirs(root, exist_ok=True)
+    parts = df.to_delayed()
+    n = len(parts)
+    finals = [os.path.join(root, shard_name(prefix, i, n)) for i in range(n)]
+    seq = list(sequence_features) if sequence_features else None
+    write = dask.delayed(_write_partition, pure=False)
+    tasks = [write(part, final, compression, seq) for part, final in zip(parts, finals)]
+    if not compute:
+        return tasks
+    dask.compute(*tasks, **compute_kwargs)
+    return finals
