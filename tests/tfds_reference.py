@@ -95,6 +95,10 @@ def assert_same(ours: Any, ref: Any, key: str = "", jpeg_diffs: list[int] | None
         for k in ref:
             assert_same(ours[k], ref[k], f"{key}/{k}" if key else k, jpeg_diffs)
         return
+    if isinstance(ref, RaggedValue):
+        assert isinstance(ours, RaggedValue), (key, type(ours))
+        assert _ragged_list(ours) == _ragged_list(ref), key
+        return
     if isinstance(ref, tuple) and ref and ref[0] == "ragged":
         assert isinstance(ours, RaggedValue), (key, type(ours))
         assert str(ours.flat_values.dtype) == str(np.dtype(ref[2])) if ref[2] != "object" else True
