@@ -323,7 +323,7 @@ def test_data_source_checks_shard_lengths(tmp_path: Path) -> None:
     info["splits"][0]["shardLengths"] = ["30", "35", "34"]
     (data / "dataset_info.json").write_text(json.dumps(info))
     src = tfds.builder_from_directory(data).as_data_source("train", index_dir=str(tmp_path / "i"))
-    with pytest.raises(tfr.StaleIndexError, match="dataset_info.json says 30"):
+    with pytest.raises(tfr.StaleIndexError, match=r"dataset_info\.json says 30"):
         src[0]
 
 
@@ -357,9 +357,9 @@ def test_missing_dataset_says_where_and_how(tmp_path: Path) -> None:
     msg = str(err.value)
     assert str(tmp_path / "mnist") in msg and "tfds build mnist" in msg and "never downloads" in msg
     assert isinstance(err.value, FileNotFoundError)
-    with pytest.raises(tfds.DatasetNotFoundError, match="--version 9.9.9"):
+    with pytest.raises(tfds.DatasetNotFoundError, match=r"--version 9\.9\.9"):
         tfds.builder("tfl_tabular:9.9.9", data_dir=str(ROOT))
-    with pytest.raises(tfds.DatasetNotFoundError, match="dataset_info.json"):
+    with pytest.raises(tfds.DatasetNotFoundError, match=r"dataset_info\.json"):
         tfds.builder_from_directory(tmp_path)
     with pytest.raises(ValueError, match="bad dataset name"):
         tfds.builder("../etc", data_dir=str(tmp_path))
