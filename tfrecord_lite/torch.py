@@ -23,14 +23,36 @@ into tensors itself and fails on ``bytes`` features and ragged shapes: pass
 ...     ds.set_epoch(epoch)        # a new, reproducible order each epoch
 ...     for batch in loader:
 ...         ...
+
+**Worker hand-off.** In DataLoader worker processes, NumPy arrays and tensors
+on their way to the main process do not go through pickle byte by byte: each
+worker keeps a pool of shared-memory slots (torch's own shared memory,
+``share_memory_()``), reused batch after batch; an array is copied into a free
+slot and torch's queue carries only a small descriptor (the slot's memory goes
+across once, the first time the slot is used). An object array of ``bytes`` (a
+``string`` feature) travels as one buffer plus offsets instead of one pickled
+object per value. The main process copies each array out of its slot when it
+receives the batch and hands the slot back, so what you get is exactly what
+the same pipeline gives in-process: plain arrays and tensors you own, object
+arrays of ``bytes``, SparseValue and RaggedValue with their arrays intact.
+Arrays under 64 KiB stay inline in the pickle, and when a worker's pool is full
+(512 MiB) or an array cannot take this path (subclasses, objects that are not
+``bytes``, tensors that need grad or are shared already) it is pickled as usual.
+Slots are anonymous (unlinked at creation): nothing is left in ``/dev/shm`` if
+a worker crashes, and the main process lets go of a worker's slots once that
+process has exited. ``shared_memory=False`` turns all of this off.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import os
+import secrets
+import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Callable, Optional, Union
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, Callable, Literal, Optional, Union
 
 import numpy as np
 
@@ -118,6 +140,302 @@ def worker_shard(rank: Optional[int] = None, world_size: Optional[int] = None) -
     return world_size * workers, rank * workers + worker_id
 
 
+# --------------------------------------------------------------------------- worker -> main hand-off
+#
+# A worker process owns a pool of slots: shared uint8 tensors (``share_memory_()``)
+# of power-of-two capacities. Byte 0 of a slot's header is its state: the worker
+# sets BUSY when it fills the slot, the main process sets FREE when it has copied
+# the data out (each side only ever makes one of the two transitions). Byte 1 is
+# set by the main process once it has mapped the slot; until then the worker
+# sends the slot's storage along with the descriptor (torch passes its file
+# descriptor once), afterwards only (worker token, slot id, layout).
+
+_HEADER = 64
+_FREE, _BUSY = 0, 1
+#: Arrays with fewer bytes than this are pickled inline (cheaper than a slot).
+INLINE_BYTES = 64 * 1024
+_MIN_SLOT = 256 * 1024
+#: Most shared memory one worker's pool may hold; past it arrays are pickled inline.
+MAX_POOL_BYTES = 512 * 2**20
+_SWEEP_SECONDS = 1.0
+_Order = Literal["C", "F"]
+
+
+class _Slot:
+    __slots__ = ("buf", "capacity", "id", "tensor")
+
+    def __init__(self, slot_id: int, capacity: int) -> None:
+        self.id = slot_id
+        self.capacity = capacity
+        self.tensor = torch.empty(_HEADER + capacity, dtype=torch.uint8)
+        self.tensor.share_memory_()  # type: ignore[no-untyped-call]
+        self.buf: np.ndarray = self.tensor.numpy()
+        self.buf[:_HEADER] = 0
+
+
+class _WorkerPool:
+    """The slots of one worker process (used only by its queue's feeder thread)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.token = (self.pid, secrets.randbits(62))
+        self.by_capacity: dict[int, list[_Slot]] = {}
+        self.total = 0
+        self.lock = threading.Lock()
+
+    def acquire(self, nbytes: int) -> Optional[_Slot]:
+        capacity = max(_MIN_SLOT, 1 << max(0, nbytes - 1).bit_length())
+        with self.lock:
+            slots = self.by_capacity.setdefault(capacity, [])
+            for slot in slots:
+                if slot.buf[0] == _FREE:
+                    slot.buf[0] = _BUSY
+                    return slot
+            if self.total + capacity > MAX_POOL_BYTES:
+                return None
+            try:
+                slot = _Slot(sum(len(v) for v in self.by_capacity.values()), capacity)
+            except (RuntimeError, OSError):  # no shared memory left: pickle inline
+                return None
+            self.total += capacity
+            slots.append(slot)
+            slot.buf[0] = _BUSY
+            return slot
+
+    def describe(self, slot: _Slot) -> tuple[Any, ...]:
+        # The storage goes along until the main process says it has mapped the slot.
+        storage = None if slot.buf[1] else slot.tensor.untyped_storage()
+        return (self.token, slot.id, storage)
+
+
+_POOL: Optional[_WorkerPool] = None
+_INSTALL_LOCK = threading.Lock()
+_TORCH_REDUCE: Any = None
+
+
+def _install_handoff() -> None:
+    """Route arrays and tensors this worker process sends through shared-memory slots."""
+    global _POOL, _TORCH_REDUCE
+    if _POOL is not None and _POOL.pid == os.getpid():
+        return
+    with _INSTALL_LOCK:
+        if _POOL is not None and _POOL.pid == os.getpid():
+            return
+        import torch.multiprocessing
+
+        reducers = ForkingPickler._extra_reducers  # type: ignore[attr-defined]
+        previous = reducers.get(torch.Tensor)
+        if previous is not _reduce_tensor:
+            _TORCH_REDUCE = previous
+        _POOL = _WorkerPool()
+        ForkingPickler.register(np.ndarray, _reduce_ndarray)
+        ForkingPickler.register(torch.Tensor, _reduce_tensor)
+
+
+def _in_worker() -> bool:
+    return _tud.get_worker_info() is not None
+
+
+def _order(a: np.ndarray) -> _Order:
+    return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+
+
+def _pack(a: np.ndarray) -> Optional[tuple[Any, ...]]:
+    """Copy ``a`` into a slot (or pack a small bytes array inline); None: pickle it as usual."""
+    pool = _POOL
+    if pool is None or pool.pid != os.getpid():
+        return None
+    if a.dtype.hasobject:
+        if a.dtype != object or a.size == 0:
+            return None
+        order = _order(a)
+        values = a.ravel(order=order).tolist()
+        if not all(type(v) is bytes for v in values):
+            return None
+        ends = np.fromiter(map(len, values), np.int64, len(values)).cumsum()
+        blob = b"".join(values)
+        total = 8 * len(values) + len(blob)
+        if total < INLINE_BYTES:
+            return (_rebuild_bytes_inline, (blob, ends.tobytes(), a.shape, order))
+        slot = pool.acquire(total)
+        if slot is None:
+            return (_rebuild_bytes_inline, (blob, ends.tobytes(), a.shape, order))
+        buf = slot.buf
+        buf[_HEADER : _HEADER + 8 * len(values)] = ends.view(np.uint8)
+        buf[_HEADER + 8 * len(values) : _HEADER + total] = np.frombuffer(blob, np.uint8)
+        return (_rebuild_bytes, (*pool.describe(slot), len(blob), a.shape, order))
+    nbytes = a.nbytes
+    if nbytes < INLINE_BYTES:
+        return None
+    slot = pool.acquire(nbytes)
+    if slot is None:
+        return None
+    order = _order(a)
+    dst = slot.buf[_HEADER : _HEADER + nbytes].view(a.dtype).reshape(a.shape, order=order)
+    np.copyto(dst, a, casting="no")
+    return (_rebuild_array, (*pool.describe(slot), a.dtype, a.shape, order))
+
+
+def _reduce_ndarray(a: np.ndarray) -> Any:
+    packed = _pack(a)
+    return packed if packed is not None else a.__reduce_ex__(4)
+
+
+def _reduce_tensor(t: Any) -> Any:
+    fallback = _TORCH_REDUCE
+    if (
+        type(t) is torch.Tensor
+        and t.device.type == "cpu"
+        and t.layout == torch.strided
+        and not t.requires_grad
+        and not t.is_shared()  # type: ignore[no-untyped-call]
+        and not t.is_quantized
+    ):
+        try:
+            a = t.numpy()
+        except (RuntimeError, TypeError):  # bfloat16, conjugate views...: torch's way
+            pass
+        else:
+            packed = _pack(a)
+            if packed is None:
+                packed = (_inline_array, (np.ascontiguousarray(a),))
+            return (_rebuild_tensor, packed)
+    if fallback is None:
+        return t.__reduce_ex__(4)
+    return fallback(t)
+
+
+# main process side: the slots of each worker it has heard from
+_MAPPED: dict[tuple[int, int], dict[int, np.ndarray]] = {}
+_MAPPED_LOCK = threading.Lock()
+_SWEEPER: Optional[threading.Thread] = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. EPERM: it exists
+        return True
+    return True
+
+
+def _sweep(new_token: Optional[tuple[int, int]] = None) -> None:
+    """Let go of the slots of workers that have exited (their memory is freed then)."""
+    with _MAPPED_LOCK:
+        for token in list(_MAPPED):
+            if token != new_token and (
+                (new_token is not None and token[0] == new_token[0]) or not _alive(token[0])
+            ):
+                del _MAPPED[token]
+
+
+def _sweeper() -> None:
+    global _SWEEPER
+    stop = threading.Event()
+    while True:
+        stop.wait(_SWEEP_SECONDS)
+        _sweep()
+        with _MAPPED_LOCK:
+            if not _MAPPED:
+                _SWEEPER = None
+                return
+
+
+def _attach(token: tuple[int, int], slot_id: int, storage: Any) -> np.ndarray:
+    global _SWEEPER
+    slots = _MAPPED.get(token)
+    if slots is None:
+        _sweep(token)
+        with _MAPPED_LOCK:
+            slots = _MAPPED.setdefault(token, {})
+            if _SWEEPER is None:
+                _SWEEPER = threading.Thread(
+                    target=_sweeper, name="tfrecord_lite-slot-sweeper", daemon=True
+                )
+                _SWEEPER.start()
+    if storage is not None:
+        buf = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+        slots[slot_id] = buf
+        buf[1] = 1
+        return buf
+    known = slots.get(slot_id)
+    if known is None:
+        raise RuntimeError(
+            f"tfrecord_lite.torch: a batch refers to shared-memory slot {slot_id} of worker "
+            f"process {token[0]}, which this process never received; the arrays were "
+            "meant for the DataLoader's main process (pass shared_memory=False to the "
+            "dataset to send them by plain pickling)"
+        )
+    return known
+
+
+def _rebuild_array(
+    token: tuple[int, int],
+    slot_id: int,
+    storage: Any,
+    dtype: np.dtype[Any],
+    shape: tuple[int, ...],
+    order: _Order,
+) -> np.ndarray:
+    buf = _attach(token, slot_id, storage)
+    try:
+        nbytes = dtype.itemsize * math.prod(shape)
+        src = buf[_HEADER : _HEADER + nbytes].view(dtype).reshape(shape, order=order)
+        return src.copy(order="K")
+    finally:
+        buf[0] = _FREE
+
+
+def _bytes_array(blob: bytes, ends: list[int], shape: tuple[int, ...], order: _Order) -> np.ndarray:
+    starts = [0, *ends[:-1]]
+    out = np.empty(len(ends), dtype=object)
+    out[:] = list(map(blob.__getitem__, map(slice, starts, ends)))
+    return out.reshape(shape, order=order)
+
+
+def _rebuild_bytes(
+    token: tuple[int, int],
+    slot_id: int,
+    storage: Any,
+    blob_bytes: int,
+    shape: tuple[int, ...],
+    order: _Order,
+) -> np.ndarray:
+    buf = _attach(token, slot_id, storage)
+    try:
+        n = math.prod(shape)
+        ends = buf[_HEADER : _HEADER + 8 * n].view(np.int64).tolist()
+        blob = buf[_HEADER + 8 * n : _HEADER + 8 * n + blob_bytes].tobytes()
+    finally:
+        buf[0] = _FREE
+    return _bytes_array(blob, ends, shape, order)
+
+
+def _rebuild_bytes_inline(
+    blob: bytes, ends: bytes, shape: tuple[int, ...], order: _Order
+) -> np.ndarray:
+    return _bytes_array(blob, np.frombuffer(ends, np.int64).tolist(), shape, order)
+
+
+def _inline_array(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+def _rebuild_tensor(rebuild: Callable[..., np.ndarray], args: tuple[Any, ...]) -> Any:
+    a = rebuild(*args)
+    if not a.flags.writeable:
+        a = a.copy()
+    return torch.from_numpy(a)
+
+
+def _slot_count() -> int:
+    """Slots the main process holds mappings of (for tests)."""
+    with _MAPPED_LOCK:
+        return sum(len(v) for v in _MAPPED.values())
+
+
 class IterableDataset(_tud.IterableDataset[Any]):
     """A :class:`TFRecordDataset` pipeline as a ``torch.utils.data.IterableDataset``.
 
@@ -132,6 +450,10 @@ class IterableDataset(_tud.IterableDataset[Any]):
     shuffle order each epoch (as with ``DistributedSampler``). Without it, orders
     still differ per epoch: they follow torch's seed (``torch.manual_seed``) in
     worker processes, and a counter in the main process or persistent workers.
+
+    In DataLoader worker processes, batches reach the main process through
+    shared-memory slots (see the module documentation); ``shared_memory=False``
+    sends them by torch's plain pickling instead.
     """
 
     def __init__(
@@ -143,6 +465,7 @@ class IterableDataset(_tud.IterableDataset[Any]):
         as_tensors: bool = False,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
+        shared_memory: bool = True,
     ) -> None:
         super().__init__()
         if isinstance(source, TFRecordDataset):
@@ -161,6 +484,7 @@ class IterableDataset(_tud.IterableDataset[Any]):
         self.as_tensors = as_tensors
         self.rank = rank
         self.world_size = world_size
+        self.shared_memory = shared_memory
         self._epoch: Optional[int] = None
         self._count = 0
 
@@ -181,6 +505,8 @@ class IterableDataset(_tud.IterableDataset[Any]):
         return (base_seed % 2**63, count)
 
     def __iter__(self) -> Iterator[Any]:
+        if self.shared_memory and _in_worker():
+            _install_handoff()
         n, i = worker_shard(self.rank, self.world_size)
         extra = ((n, i, "auto"),) if n > 1 else ()
         it = self.dataset._iterate(self._epoch_key(), extra)
@@ -207,7 +533,9 @@ class MapDataset(_tud.Dataset[Any]):
     index (``file.index``/``file.idx``) when there is one, else builds it once,
     streaming. Works with any sampler: ``shuffle=True``, ``DistributedSampler``.
     ``decompress=True`` accepts GZIP/ZLIB files by decompressing each into a
-    temporary file first.
+    temporary file first. In DataLoader worker processes, batches reach the
+    main process through shared-memory slots unless ``shared_memory=False`` (see
+    the module documentation).
     """
 
     def __init__(
@@ -220,6 +548,7 @@ class MapDataset(_tud.Dataset[Any]):
         as_tensors: bool = False,
         verify: bool = True,
         decompress: bool = False,
+        shared_memory: bool = True,
     ) -> None:
         super().__init__()
         paths = [os.fspath(p) for p in expand_paths(files)]  # type: ignore[arg-type]
@@ -244,6 +573,7 @@ class MapDataset(_tud.Dataset[Any]):
         self.features = features
         self.transform = transform
         self.as_tensors = as_tensors
+        self.shared_memory = shared_memory
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -259,6 +589,8 @@ class MapDataset(_tud.Dataset[Any]):
         return j, k - self._starts[j]
 
     def _finish(self, record: bytes) -> Any:
+        if self.shared_memory and _POOL is None and _in_worker():
+            _install_handoff()
         item: Any = record
         if self.features is not None:
             from ._parse import parse_single_example

@@ -1,0 +1,249 @@
+"""PyTorch ``DataLoader`` throughput over ``tfrecord_lite.torch.IterableDataset`` by worker count.
+
+    python -m benchmarks.bench_dataloader [--workers 0,1,2,4,8,16] [--repeats 5] [--epochs 3]
+                                          [--records 60000] [--batch 1024] [--handoff shm,pickle]
+
+The pipeline is the one of a training script reading MNIST-like records
+(``image_raw`` 784 bytes, ``label``, ``dim``): ``TFRecordDataset(file).parse(spec)
+.batch(batch)`` in a ``DataLoader(batch_size=None, persistent_workers=True)``, read
+for ``--epochs`` epochs (``set_epoch`` before each). Two element kinds:
+
+* ``as_tensors=False``: batches as ``parse_example`` returns them (``image_raw`` an
+  object array of ``bytes``), ``collate_fn=tfrecord_lite.torch.collate``;
+* ``as_tensors=True``: the worker also decodes the images
+  (``decode_raw`` -> ``(B, 28, 28)`` uint8) and the batch arrives as tensors.
+
+``--handoff`` compares how batches cross from the workers to the main process:
+``shm`` (the default of ``IterableDataset``: shared-memory slots reused across
+batches, the queue carrying small descriptors) and ``pickle``
+(``shared_memory=False``: torch's own pickling). ``workers=0`` is the in-process
+rate every ratio is taken against.
+
+Every (workers, as_tensors, handoff) configuration runs in a fresh child process
+per repetition, configurations alternate (A B C A B C ...) so that drift on a
+shared machine hits them alike, and the report gives medians (min-max) of
+records/s over the whole run, worker start-up included, and the ratio of the
+medians to the in-process median. The machine's core count (``os.cpu_count()``)
+and the number of cores this process may run on (its affinity) are printed:
+worker counts above that cannot add throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Optional
+
+
+def _cores() -> tuple[Optional[int], int]:
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        affinity = os.cpu_count() or 1
+    return os.cpu_count(), affinity
+
+
+def write_data(path: str, records: int) -> int:
+    """Write ``records`` MNIST-like records to ``path``; return the sum of labels (a checksum)."""
+    import tfrecord_lite as tfr
+
+    from .data import mnist_arrays, mnist_records
+
+    cols = mnist_arrays(records)
+    with tfr.TFRecordWriter(path) as w:
+        w.write_all(mnist_records(cols))
+    return int(cols["label"].sum())
+
+
+def _decode(batch: dict[str, Any]) -> dict[str, Any]:
+    import tfrecord_lite as tfr
+
+    out = dict(batch)
+    out["image_raw"] = tfr.decode_raw(batch["image_raw"], tfr.uint8).reshape(-1, 28, 28)
+    return out
+
+
+def child(args: argparse.Namespace) -> None:
+    """Run one configuration; print one JSON line."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    import tfrecord_lite as tfr
+    import tfrecord_lite.torch as tt
+
+    torch.set_num_threads(1)
+    spec = {
+        "image_raw": tfr.FixedLenFeature([], tfr.string),
+        "label": tfr.FixedLenFeature([], tfr.int64),
+        "dim": tfr.FixedLenFeature([3], tfr.int64),
+    }
+    pipeline = tfr.TFRecordDataset(args.file).parse(spec).batch(args.batch)
+    if args.tensors:
+        pipeline = pipeline.map(_decode)
+    kwargs: dict[str, Any] = {}
+    if args.handoff == "pickle":
+        kwargs["shared_memory"] = False
+    ds = tt.IterableDataset(pipeline, as_tensors=args.tensors, **kwargs)
+    loader_kwargs: dict[str, Any] = {}
+    if args.child_workers > 0:
+        loader_kwargs = {"persistent_workers": True, "prefetch_factor": 2}
+    start = time.perf_counter()
+    loader = DataLoader(
+        ds,
+        batch_size=None,
+        num_workers=args.child_workers,
+        collate_fn=tt.collate,
+        **loader_kwargs,
+    )
+    records = 0
+    labels = 0
+    first_epoch = 0.0
+    for epoch in range(args.epochs):
+        ds.set_epoch(epoch)
+        for batch in loader:
+            label = batch["label"]
+            records += len(label)
+            labels += int(label.sum())
+        if epoch == 0:
+            first_epoch = time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    del loader
+    result = {"records": records, "labels": labels, "seconds": seconds, "first": first_epoch}
+    print(json.dumps(result))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--workers", default="0,1,2", help="comma-separated worker counts (0: in-process)"
+    )
+    p.add_argument("--tensors", default="false,true", help="as_tensors values to run")
+    p.add_argument("--handoff", default="shm,pickle", help="shm, pickle or both")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--records", type=int, default=60_000)
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    # child mode
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--file", help=argparse.SUPPRESS)
+    p.add_argument("--child-workers", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--tensors-one", choices=("false", "true"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        args.tensors = args.tensors_one == "true"
+        child(args)
+        return 0
+
+    workers = [int(w) for w in args.workers.split(",")]
+    tensors = [t.strip().lower() == "true" for t in args.tensors.split(",")]
+    handoffs = [h.strip() for h in args.handoff.split(",")]
+    cpu_count, affinity = _cores()
+    print(
+        f"os.cpu_count() = {cpu_count}, cores this run may use (affinity) = {affinity}; "
+        f"{args.records:,} records, batch {args.batch}, {args.epochs} epochs, "
+        f"{args.repeats} repeats",
+        flush=True,
+    )
+    configs: list[tuple[bool, int, str]] = []
+    for t in tensors:
+        for w in workers:
+            for h in handoffs if w > 0 else ["-"]:
+                configs.append((t, w, h))
+    runs: dict[tuple[bool, int, str], list[tuple[float, float]]] = {c: [] for c in configs}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mnist.tfrecord")
+        check = write_data(path, args.records)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
+        for rep in range(args.repeats):
+            for t, w, h in configs:
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.bench_dataloader",
+                    "--child",
+                    "--file",
+                    path,
+                    "--child-workers",
+                    str(w),
+                    "--tensors-one",
+                    "true" if t else "false",
+                    "--handoff",
+                    h if w > 0 else "shm",
+                    "--epochs",
+                    str(args.epochs),
+                    "--batch",
+                    str(args.batch),
+                ]
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=root)
+                if out.returncode != 0:
+                    print(out.stderr, file=sys.stderr)
+                    raise SystemExit(f"child failed: {' '.join(cmd)}")
+                result = json.loads(out.stdout.strip().splitlines()[-1])
+                if (
+                    result["records"] != args.records * args.epochs
+                    or result["labels"] != check * args.epochs
+                ):
+                    raise SystemExit(f"wrong data from {(t, w, h)}: {result}")
+                total = result["records"] / result["seconds"]
+                later = (
+                    args.records * (args.epochs - 1) / (result["seconds"] - result["first"])
+                    if args.epochs > 1
+                    else total
+                )
+                runs[(t, w, h)].append((total, later))
+                print(
+                    f"  repeat {rep + 1}: as_tensors={t!s:5} workers={w:<2} {h:6} "
+                    f"{total / 1e3:8.1f} k rec/s all epochs, {later / 1e3:8.1f} after the first",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    print()
+    print(
+        "| as_tensors | workers | hand-off | k rec/s, all epochs (median, min-max) | ratio "
+        "| k rec/s after epoch 1 (median, min-max) | ratio |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|")
+    table = []
+    for t, w, h in configs:
+        row: dict[str, Any] = {"as_tensors": t, "workers": w, "handoff": h if w else "in-process"}
+        cells = []
+        for k, name in enumerate(("all_epochs", "after_first")):
+            rates = [r[k] for r in runs[(t, w, h)]]
+            med = statistics.median(rates)
+            base_runs = runs.get((t, 0, "-"))
+            base = statistics.median(r[k] for r in base_runs) if base_runs else None
+            ratio = med / base if base else None
+            row[name] = {"rates": rates, "median": med, "ratio": ratio}
+            cells.append(
+                f"{med / 1e3:.0f} ({min(rates) / 1e3:.0f}-{max(rates) / 1e3:.0f}) | "
+                + (f"{ratio:.2f}x" if ratio else "-")
+            )
+        print(f"| {t} | {w} | {row['handoff']} | " + " | ".join(cells) + " |")
+        table.append(row)
+    print(f"\ncores: os.cpu_count() = {cpu_count}, affinity = {affinity}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(
+                {
+                    "cpu_count": cpu_count,
+                    "affinity": affinity,
+                    "args": vars(args),
+                    "results": table,
+                },
+                f,
+                indent=2,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
