@@ -86,6 +86,12 @@ def test_train_namespace_exports() -> None:
         "FloatList",
         "Int64List",
         "SequenceExample",
+        # TF1 queue APIs: present, raising GraphOnlyError with the translation
+        "Coordinator",
+        "batch",
+        "shuffle_batch",
+        "start_queue_runners",
+        "string_input_producer",
     }
     assert train.Feature is feature_pb2.Feature
     assert train.SequenceExample is example_pb2.SequenceExample

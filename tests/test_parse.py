@@ -538,11 +538,20 @@ def test_fixed_len_sequence_requires_allow_missing() -> None:
 
 
 def test_fixed_len_sequence_zero_stride() -> None:
-    """TensorFlow crashes (division by zero) on a 0-size row shape; we return 0 rows."""
-    spec = {"a": tfr.FixedLenSequenceFeature([0], tfr.int64, allow_missing=True)}
-    assert arr(tfr.parse_example([ex(a=I()), ex()], spec)["a"]).shape == (2, 0, 0)
-    with pytest.raises(tfr.ParseError, match="not a multiple of stride"):
+    """TensorFlow crashes (division by zero) on a 0-size row shape: refused at creation."""
+    for shape in ([0], [2, 0], 0):
+        with pytest.raises(ValueError, match="dimension of size 0"):
+            tfr.FixedLenSequenceFeature(shape, tfr.int64, allow_missing=True)
+    # TensorFlow's TensorShape text for a negative dimension, for both dense specs
+    with pytest.raises(ValueError, match=r"^Dimension -1 must be >= 0$"):
+        tfr.FixedLenSequenceFeature([-1], tfr.int64, allow_missing=True)
+    with pytest.raises(ValueError, match=r"^Dimension -2 must be >= 0$"):
+        tfr.FixedLenFeature([3, -2], tfr.int64)
+    # unknown dimensions are still reported at parse time, with the key
+    spec = {"a": tfr.FixedLenSequenceFeature([None], tfr.int64, allow_missing=True)}
+    with pytest.raises(ValueError, match="feature a"):
         tfr.parse_example([ex(a=I(1))], spec)
+    assert tfr.FixedLenFeature([0], tfr.int64) == ([0], tfr.int64, None)
 
 
 # --------------------------------------------------------------------------- §E20 SparseFeature

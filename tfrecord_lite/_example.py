@@ -260,7 +260,9 @@ def _classify_sequence(where: Where, seq: Sequence[Any]) -> Converted:
         )
     if "f" in kinds:
         return _FLOAT, _float32_bytes(where, [float(x) for x in seq])
-    return _INT64, _int64_varints(where, [operator.index(x) for x in seq])
+    # NumPy 2's bool scalars refuse operator.index(); they are 0/1 as everywhere else.
+    ints = [int(x) if isinstance(x, np.bool_) else operator.index(x) for x in seq]
+    return _INT64, _int64_varints(where, ints)
 
 
 def _int_array_varints(where: Where, arr: np.ndarray) -> bytes:

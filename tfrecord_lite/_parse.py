@@ -38,7 +38,7 @@ Differences from TensorFlow, on purpose:
   (TensorFlow's batch parse agrees; its single-example parse fails);
 * ``UniformRowLength(0)`` over no values is 0 rows (TensorFlow: one empty row for
   one record, a division by zero for a batch); a ``FixedLenSequenceFeature`` with
-  a 0-size shape is 0 rows (TensorFlow crashes);
+  a 0-size dimension is a ``ValueError`` when it is created (TensorFlow crashes);
 * ``RaggedFeature`` partitions are not supported in ``sequence_features``
   (``ValueError``);
 * allowed where TensorFlow raises ``ValueError``: a ``default_value`` for a

@@ -180,17 +180,53 @@ def _as_bytes(v: Any, what: str) -> bytes:
     raise TypeError(f"default_value of {what} must hold bytes or str, got {type(v).__name__}")
 
 
-class FixedLenFeature(NamedTuple):
+def _check_dims(shape: Any, spec: str, positive: bool) -> None:
+    """Creation-time checks of a spec's ``shape`` (TensorFlow's ``TensorShape`` rules).
+
+    A negative dimension raises TensorFlow's ``Dimension -1 must be >= 0``; with
+    ``positive`` (FixedLenSequenceFeature) a 0 dimension raises too: a step of no
+    values makes the number of steps undefined (TensorFlow 2.21 crashes the process
+    with a division by zero on it). ``None`` (unknown) and malformed shapes are left
+    to the parse-time checks, which name the feature key.
+    """
+    if shape is None or isinstance(shape, (str, bytes)):
+        return
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        return
+    for d in dims:
+        if d is None or isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            continue
+        if d < 0:
+            raise ValueError(f"Dimension {int(d)} must be >= 0")
+        if positive and d == 0:
+            raise ValueError(
+                f"{spec} shape {list(dims)} has a dimension of size 0: every step would hold "
+                "no values, so the number of steps is undefined; dimensions must be positive"
+            )
+
+
+class _FixedLenFeatureFields(NamedTuple):
+    shape: Any
+    dtype: Any
+    default_value: Any = None
+
+
+class FixedLenFeature(_FixedLenFeatureFields):
     """A dense feature of fixed ``shape``, as ``tf.io.FixedLenFeature``.
 
     Parsed to an array of ``shape`` (one record) or ``(batch,) + shape``. A record
     without the feature gets ``default_value`` (reshaped to ``shape``); without a
-    default, it is an error.
+    default, it is an error. A negative dimension raises ``ValueError`` at creation.
     """
 
-    shape: Any
-    dtype: Any
-    default_value: Any = None
+    __slots__ = ()
+
+    def __new__(cls, shape: Any, dtype: Any, default_value: Any = None) -> FixedLenFeature:
+        _check_dims(shape, "FixedLenFeature", positive=False)
+        return super().__new__(cls, shape, dtype, default_value)
 
     def _validated(self, key: str) -> FixedLenFeature:
         what = f"feature {key}"
@@ -230,18 +266,29 @@ class VarLenFeature(NamedTuple):
         return f"tfr.VarLenFeature({_dtype_repr(self.dtype)})"
 
 
-class FixedLenSequenceFeature(NamedTuple):
-    """Rows of a fixed ``shape``, any number of them, as ``tf.io.FixedLenSequenceFeature``.
-
-    In :func:`parse_example` it needs ``allow_missing=True`` (as in TensorFlow) and
-    the batch is padded to the longest record with ``default_value`` (a scalar;
-    0 or b"" when ``None``).
-    """
-
+class _FixedLenSequenceFeatureFields(NamedTuple):
     shape: Any
     dtype: Any
     allow_missing: bool = False
     default_value: Any = None
+
+
+class FixedLenSequenceFeature(_FixedLenSequenceFeatureFields):
+    """Rows of a fixed ``shape``, any number of them, as ``tf.io.FixedLenSequenceFeature``.
+
+    In :func:`parse_example` it needs ``allow_missing=True`` (as in TensorFlow) and
+    the batch is padded to the longest record with ``default_value`` (a scalar;
+    0 or b"" when ``None``). A dimension that is negative or 0 (e.g. ``shape=[0]``)
+    raises ``ValueError`` at creation.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls, shape: Any, dtype: Any, allow_missing: bool = False, default_value: Any = None
+    ) -> FixedLenSequenceFeature:
+        _check_dims(shape, "FixedLenSequenceFeature", positive=True)
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
 
     def _validated(self, key: str) -> FixedLenSequenceFeature:
         what = f"feature {key}"
