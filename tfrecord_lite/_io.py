@@ -1106,6 +1106,7 @@ def _read_batches(
     )
     try:
         stream_size = _remaining_size(f) if owns else None
+        base = _start_position(f)
         raw = _read_blocks(f, buffer_size, stream_size)
         first = next(raw, b"")
         while 0 < len(first) < HEADER_SIZE:  # make sure detection sees a whole header
@@ -1121,7 +1122,7 @@ def _read_batches(
         if compression:
             # A local file can be read again from any offset: that lets the fast
             # inflater (ISA-L, which cannot be copied) salvage records before damage.
-            restart = _rereader(f, buffer_size) if stream_size is not None else None
+            restart = None if base is None else _rereader(f, base, buffer_size)
             chunks = _inflate(chunks, compression, path, restart)
             stream_size = None
         decoder = RecordDecoder(
@@ -1212,11 +1213,19 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
-def _rereader(f: IO[bytes], size: int) -> Callable[[int], Iterator[bytes]]:
-    """``restart(offset)``: the blocks of ``f`` again, from byte ``offset`` (a file opened at 0)."""
+def _start_position(f: IO[bytes]) -> Optional[int]:
+    """Where reading ``f`` starts, if it can seek back there later; else None."""
+    try:
+        return f.tell() if f.seekable() else None
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+def _rereader(f: IO[bytes], base: int, size: int) -> Callable[[int], Iterator[bytes]]:
+    """``restart(offset)``: the blocks of ``f`` again, from ``offset`` bytes after ``base``."""
 
     def restart(offset: int) -> Iterator[bytes]:
-        f.seek(offset)
+        f.seek(base + offset)
         return _read_blocks(f, size)
 
     return restart
