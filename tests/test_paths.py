@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._paths import is_file_object
+from tfrecord_lite._paths import is_file_object, parse_shard_spec
 
 
 def _touch(*paths: pathlib.Path) -> None:
@@ -74,27 +74,29 @@ def test_existing_name_with_glob_characters_is_taken_literally(tmp_path: pathlib
 def test_directory(tmp_path: pathlib.Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    _touch(data / "b", data / "a", data / "c.tfrecord")
+    _touch(data / "b", data / "a", data / "c.tfrecord")  # empty files: zero records
     _touch(data / ".hidden", data / "a.index", data / "b.idx")
     (data / "sub").mkdir()
     _touch(data / "sub" / "nested")
     expected = [str(data / n) for n in ("a", "b", "c.tfrecord")]
     assert tfr.expand_paths(data) == expected
     assert tfr.expand_paths(str(data)) == expected
+    assert tfr.expand_paths(f"file://{data}") == expected
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "sub").mkdir()
-    with pytest.raises(FileNotFoundError, match="contains no files"):
+    _touch(empty / "_SUCCESS")
+    with pytest.raises(FileNotFoundError, match="holds no TFRecord files") as info:
         tfr.expand_paths(empty)
+    assert info.value.filename == str(empty)
 
 
 def test_shard_spec(tmp_path: pathlib.Path) -> None:
     prefix = str(tmp_path / "train")
-    assert tfr.expand_paths(prefix + "@3") == [
-        prefix + "-00000-of-00003",
-        prefix + "-00001-of-00003",
-        prefix + "-00002-of-00003",
-    ]
+    names = [prefix + f"-0000{i}-of-00003" for i in range(3)]
+    _touch(*map(pathlib.Path, names))
+    assert tfr.expand_paths(prefix + "@3") == names
+    _touch(pathlib.Path(prefix + "-00000-of-00001"))
     assert tfr.expand_paths(pathlib.Path(prefix + "@1")) == [prefix + "-00000-of-00001"]
     with pytest.raises(ValueError, match="at least one shard"):
         tfr.expand_paths(prefix + "@0")
@@ -104,9 +106,35 @@ def test_shard_spec(tmp_path: pathlib.Path) -> None:
     assert tfr.expand_paths(literal) == [str(literal)]
 
 
-def test_remote_urls_pass_through() -> None:
-    assert tfr.expand_paths("gs://bucket/train-*.tfrecord") == ["gs://bucket/train-*.tfrecord"]
-    assert tfr.expand_paths(["s3://b/x", "gs://b/y"]) == ["s3://b/x", "gs://b/y"]
+def test_shard_spec_that_matches_nothing_names_the_spec(tmp_path: pathlib.Path) -> None:
+    spec = str(tmp_path / "train@4")
+    with pytest.raises(FileNotFoundError, match="no shard of") as info:
+        tfr.expand_paths(spec)
+    assert info.value.filename == spec
+    _touch(*(tmp_path / f"train-0000{i}-of-00004" for i in (0, 1, 3)))
+    with pytest.raises(FileNotFoundError, match="1 of 4 shards.*train-00002-of-00004"):
+        tfr.expand_paths(spec)
+
+
+def test_shard_spec_with_a_suffix(tmp_path: pathlib.Path) -> None:
+    # TFX / Beam: data_tfrecord-00000-of-00012.gz ...
+    names = [tmp_path / f"data_tfrecord-{i:05d}-of-00012.gz" for i in range(12)]
+    _touch(*names)
+    assert tfr.expand_paths(str(tmp_path / "data_tfrecord@12.gz")) == [str(n) for n in names]
+    multi = [tmp_path / f"t-{i:05d}-of-00002.tfrecord.gz" for i in range(2)]
+    _touch(*multi)
+    assert tfr.expand_paths(str(tmp_path / "t@2.tfrecord.gz")) == [str(n) for n in multi]
+    # Not specs: the suffix must start with "." and hold no "/" or "@".
+    assert parse_shard_spec("a@12x") is None
+    assert parse_shard_spec("a@x") is None
+    assert parse_shard_spec("dir@3/file") is None
+    assert parse_shard_spec("a@3.gz") == ("a", 3, ".gz")
+    assert parse_shard_spec("user@host/a@3") == ("user@host/a", 3, "")
+    assert parse_shard_spec("gs://b/data_tfrecord@12.gz") == ("gs://b/data_tfrecord", 12, ".gz")
+    # A real file named like a spec (with a suffix) is that file.
+    odd = tmp_path / "weights@3.bin"
+    _touch(odd)
+    assert tfr.expand_paths(odd) == [str(odd)]
 
 
 def test_file_objects_pass_through(tmp_path: pathlib.Path) -> None:

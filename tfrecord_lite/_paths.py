@@ -1,40 +1,100 @@
 """Turning what the user passed as "files" into a list of files to read.
 
-Accepted, alone or in a list/tuple:
+Accepted, alone or in a list/tuple, as local paths or as URLs (``s3://``, ``gs://``,
+any fsspec URL; see :mod:`tfrecord_lite._fs`), the same way for both:
 
-* a path (``str`` or ``os.PathLike``)
-* a glob pattern: ``"data/train-*.tfrecord"`` (sorted; no match is an error)
-* a directory: every regular file in it, sorted, except hidden files and
-  index files (``*.index``, ``*.idx``)
-* a TensorFlow/Beam shard spec: ``"data/train@16"`` means
-  ``data/train-00000-of-00016`` ... ``data/train-00015-of-00016``
+* a path (``str`` or ``os.PathLike``), or ``file://`` path
+* a glob pattern: ``"data/train-*.tfrecord"`` (``*``, ``?``, ``[...]``; sorted;
+  index files and directories left out; no match is a ``FileNotFoundError``)
+* a directory: the TFRecord files in it, sorted (see :data:`DIRECTORY_RULE`)
+* a shard spec, TensorFlow's / Beam's ``name@N``, with an optional suffix:
+  ``PREFIX@N[SUFFIX]`` means ``PREFIX-00000-of-0000N[SUFFIX]`` ...
+  ``PREFIX-(N-1)-of-0000N[SUFFIX]`` (numbers 5 digits wide, or wider when N
+  needs it); ``N`` is 1 or more decimal digits, ``SUFFIX`` is empty or starts with
+  ``.`` and holds no ``/`` or ``@``. ``data_tfrecord@12.gz`` means
+  ``data_tfrecord-00000-of-00012.gz`` ... ``data_tfrecord-00011-of-00012.gz``.
+  A file that exists under the spec's own name (``model@2``) is that file.
+  Every shard must exist (else ``FileNotFoundError`` naming the spec).
 * an open binary file object (anything with ``read``), used as is
+
+The grammar is checked in this order: an existing file of that name; a shard
+spec; a glob pattern (if the name has ``*``, ``?`` or ``[``); a directory;
+otherwise the path is passed on as is (opening it reports a missing file).
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-from collections.abc import Sequence
-from typing import IO, Union
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, Optional, Union
 
-__all__ = ["INDEX_SUFFIXES", "PathOrFile", "expand_paths", "is_file_object", "shard_name"]
+from . import _fs
+from ._errors import CorruptRecordError
+
+__all__ = [
+    "DIRECTORY_RULE",
+    "INDEX_SUFFIXES",
+    "PathOrFile",
+    "expand_paths",
+    "is_file_object",
+    "parse_shard_spec",
+    "shard_name",
+    "skipped_in_directory",
+]
 
 PathOrFile = Union[str, "os.PathLike[str]", IO[bytes]]
 
 #: File name endings that are index files, never data.
 INDEX_SUFFIXES = (".index", ".idx")
+#: Sidecar files the library (and TFDS) writes beside data files: never data.
+SIDECAR_NAMES = frozenset({"labels.txt", "features.json", "dataset_info.json"})
+SIDECAR_SUFFIXES = (*INDEX_SUFFIXES, ".labels.txt")
+
+#: How a directory is read; errors about a directory's contents quote it.
+DIRECTORY_RULE = (
+    "a directory is read as the TFRecord files in it (sorted by name, not recursing "
+    "into subdirectories), skipping hidden files ('.*'), markers and metadata "
+    "('_*', e.g. _SUCCESS), index files ('*.index', '*.idx') and sidecars "
+    "('labels.txt', '*.labels.txt', 'features.json', 'dataset_info.json'); "
+    "any other file must be a TFRecord file (plain, GZIP or ZLIB)"
+)
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_SHARD_SPEC = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)$")
+_SHARD_SPEC = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)(?P<suffix>(?:\.[^/@]*)?)$")
 
 
 def shard_name(prefix: str, index: int, count: int) -> str:
     """TensorFlow/Beam shard name: ``shard_name("train", 3, 10) == "train-00003-of-00010"``."""
     if not 0 <= index < count:
         raise ValueError(f"shard index must be in [0, {count}), got {index}")
-    return f"{prefix}-{index:05d}-of-{count:05d}"
+    name = f"{prefix}-{index:05d}-of-{count:05d}"
+    return prefix.with_path(name) if isinstance(prefix, _fs.URL) else name
+
+
+def parse_shard_spec(path: str) -> Optional[tuple[str, int, str]]:
+    """``(prefix, count, suffix)`` of a shard spec ``PREFIX@N[SUFFIX]``, or None.
+
+    >>> parse_shard_spec("gs://b/data_tfrecord@12.gz")
+    ('gs://b/data_tfrecord', 12, '.gz')
+    """
+    m = _SHARD_SPEC.match(os.fspath(path))
+    if m is None:
+        return None
+    return m.group("prefix"), int(m.group("count")), m.group("suffix")
+
+
+def skipped_in_directory(name: str) -> Optional[str]:
+    """Why a directory listing skips the file ``name`` (a base name), or None if it is data."""
+    if name.startswith("."):
+        return "hidden file"
+    if name.startswith("_"):
+        return "marker or metadata file"
+    if name.endswith(INDEX_SUFFIXES):
+        return "index file"
+    if name in SIDECAR_NAMES or name.endswith(SIDECAR_SUFFIXES):
+        return "sidecar file"
+    return None
 
 
 def is_file_object(obj: object) -> bool:
@@ -44,42 +104,113 @@ def is_file_object(obj: object) -> bool:
     )
 
 
-def _expand_one(item: Union[str, os.PathLike[str]]) -> list[str]:
-    path = os.fspath(item)
-    if not isinstance(path, str):
-        raise TypeError(f"paths must be str or os.PathLike[str], got {type(path).__name__}")
-    if "://" in path and not path.startswith("file://"):
-        return [path]  # remote URL: opened through fsspec by the I/O layer
-    if path.startswith("file://"):
-        path = path[len("file://") :]
-    if os.path.isdir(path):
-        names = sorted(
-            os.path.join(path, n)
-            for n in os.listdir(path)
-            if not n.startswith(".") and not n.endswith(INDEX_SUFFIXES)
+def _looks_like_tfrecord(first: bytes) -> bool:
+    """True when a file's first bytes can start a TFRecord file (plain, GZIP or ZLIB)."""
+    if not first:
+        return True  # an empty file: zero records
+    from ._crc import crc32c, mask  # the CRC layer sits below this one
+
+    if len(first) >= 12 and mask(crc32c(first[:8])) == int.from_bytes(first[8:12], "little"):
+        return True
+    if first[:2] == b"\x1f\x8b":
+        return True
+    return (
+        len(first) >= 2
+        and first[0] & 0x0F == 8
+        and first[0] >> 4 <= 7
+        and (first[0] << 8 | first[1]) % 31 == 0
+    )
+
+
+def _heads(paths: list[str]) -> list[bytes]:
+    """The first 12 bytes of each file (URLs fetched concurrently)."""
+    if not paths or not _fs.is_url(paths[0]) or len(paths) == 1:
+        return [_fs.head(p, 12) for p in paths]
+    pool = _fs._pool()
+    return [f.result() for f in [pool.submit(_fs.head, p, 12) for p in paths]]
+
+
+def _directory(path: str) -> list[str]:
+    files: list[str] = []
+    for full, is_file in _fs.listdir(path):
+        name = _fs.split(full)[1]
+        if not is_file or not name or skipped_in_directory(name) is not None:
+            continue
+        files.append(full)
+    if not files:
+        raise FileNotFoundError(
+            2, f"the directory holds no TFRecord files ({DIRECTORY_RULE})", str(path)
         )
-        files = [n for n in names if os.path.isfile(n)]
-        if not files:
-            raise FileNotFoundError(f"directory {path!r} contains no files")
-        return files
-    m = _SHARD_SPEC.match(path)
-    if m and not os.path.exists(path):
-        count = int(m.group("count"))
-        if count <= 0:
-            raise ValueError(f"shard spec {path!r} must name at least one shard")
-        return [shard_name(m.group("prefix"), i, count) for i in range(count)]
-    if _GLOB_CHARS.search(path) and not os.path.exists(path):
-        matches = sorted(
-            p for p in glob.glob(path) if not p.endswith(INDEX_SUFFIXES) and not os.path.isdir(p)
+    for full, first in zip(files, _heads(files)):
+        if not _looks_like_tfrecord(first):
+            raise CorruptRecordError(
+                f"{str(full)!r} in the directory {str(path)!r} is not a TFRecord file (its "
+                f"first bytes are neither a record header nor a GZIP/ZLIB stream): "
+                f"{DIRECTORY_RULE}. Move it out, or pass a glob or a list of the files to read",
+                part="header",
+                path=full,
+                offset=0,
+            )
+    return files
+
+
+def _shards(path: str, prefix: str, count: int, suffix: str) -> list[str]:
+    if count <= 0:
+        raise ValueError(f"shard spec {str(path)!r} must name at least one shard")
+    names = [shard_name(prefix, i, count) + suffix for i in range(count)]
+    if isinstance(path, _fs.URL):
+        names = [path.with_path(n) for n in names]
+    if _fs.is_url(path):
+        directory = _fs.split(names[0])[0]
+        try:
+            present = {str(full) for full, is_file in _fs.listdir(directory) if is_file}
+        except FileNotFoundError:
+            present = set()
+        missing = [n for n in names if str(n) not in present]
+    else:
+        missing = [n for n in names if not os.path.isfile(n)]
+    if missing:
+        what = "no shard" if len(missing) == count else f"{len(missing)} of {count} shards"
+        raise FileNotFoundError(
+            2,
+            f"shard spec: {what} of {prefix}-NNNNN-of-{count:05d}{suffix} found "
+            f"(first missing: {str(missing[0])!r})",
+            str(path),
         )
+    return names
+
+
+def _expand_one(
+    item: Union[str, os.PathLike[str]], options: Optional[Mapping[str, Any]]
+) -> list[str]:
+    path = _fs.bind(item, options)
+    spec = parse_shard_spec(path)
+    if spec is not None and not _fs.isfile(path):
+        prefix, count, suffix = spec
+        if isinstance(path, _fs.URL):
+            prefix = path.with_path(prefix)
+        return _shards(path, prefix, count, suffix)
+    if _GLOB_CHARS.search(str(path)) and not _fs.exists(path):
+        matches = [p for p in _fs.glob(path) if not str(p).endswith(INDEX_SUFFIXES)]
         if not matches:
-            raise FileNotFoundError(f"no files match the pattern {path!r}")
+            raise FileNotFoundError(2, "no files match the pattern", str(path))
         return matches
+    if _fs.isdir(path):
+        return _directory(path)
     return [path]
 
 
-def expand_paths(paths: Union[PathOrFile, Sequence[PathOrFile]]) -> list[PathOrFile]:
-    """Expand paths, patterns, directories and shard specs into a list of files, in order."""
+def expand_paths(
+    paths: Union[PathOrFile, Sequence[PathOrFile]],
+    *,
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> list[PathOrFile]:
+    """Expand paths, patterns, directories and shard specs into a list of files, in order.
+
+    Works the same for local paths and URLs (see the module documentation for the
+    grammar and :data:`DIRECTORY_RULE`). ``storage_options`` are passed to the
+    fsspec filesystem of every URL (and travel with the URLs returned).
+    """
     if isinstance(paths, (str, os.PathLike)) or is_file_object(paths):
         items: Sequence[PathOrFile] = [paths]  # type: ignore[list-item]
     elif isinstance(paths, (list, tuple)):
@@ -96,7 +227,7 @@ def expand_paths(paths: Union[PathOrFile, Sequence[PathOrFile]]) -> list[PathOrF
         if is_file_object(item):
             out.append(item)
         elif isinstance(item, (str, os.PathLike)):
-            out.extend(_expand_one(item))
+            out.extend(_expand_one(item, storage_options))
         else:
             raise TypeError(f"expected a path or a binary file object, got {type(item).__name__}")
     if not out:
