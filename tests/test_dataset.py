@@ -137,8 +137,9 @@ def test_compression_auto_per_file_and_tf_names(tmp_path):
     assert list(TFRecordDataset(a, buffer_size=7)) == [b"f0-r0", b"f0-r1", b"f0-r2"]
     with pytest.raises(TypeError):
         TFRecordDataset(a, "GZIP", compression_type="GZIP")
+    assert list(TFRecordDataset(a, buffer_size=-1)) == list(TFRecordDataset(a))  # as tf.data
     with pytest.raises(ValueError):
-        TFRecordDataset(a, buffer_size=-1)
+        TFRecordDataset(a, buffer_size=-2)
     with pytest.raises(ValueError):
         TFRecordDataset(a, "BZ2")
     with pytest.raises(TypeError, match="paths"), open(a[0], "rb") as fh:
@@ -551,14 +552,16 @@ def test_map_then_batch_collates_like_parse_example(example_file):
         assert isinstance(b["tags"], RaggedValue) and b["tags"].to_list() == want["tags"].to_list()
 
 
-def test_collate_never_crashes_on_ragged_data():
+def test_collate_stacks_ragged_rows_and_names_what_cannot_be_stacked():
     same = collate([np.arange(3), np.arange(3)])
     assert same.shape == (2, 3)
     ragged = collate([np.arange(3), np.arange(1), np.arange(0)])
     assert isinstance(ragged, RaggedValue) and ragged.to_list() == [[0, 1, 2], [0], []]
     ragged2d = collate([np.zeros((2, 2)), np.ones((1, 2))])
     assert isinstance(ragged2d, RaggedValue) and ragged2d.to_list() == [[[0, 0], [0, 0]], [[1, 1]]]
-    mixed = collate([np.zeros((2, 3)), np.zeros((2, 4))])
+    with pytest.raises(ValueError, match=r"element 1 has shape \(2, 4\)"):
+        collate([np.zeros((2, 3)), np.zeros((2, 4))])
+    mixed = collate([np.zeros((2, 3)), np.zeros((2, 4))], ragged="list")
     assert isinstance(mixed, list) and len(mixed) == 2
     assert collate([1, 2.5]).tolist() == [1.0, 2.5]
     assert collate([b"a", b"bb"]) == [b"a", b"bb"]
@@ -567,7 +570,9 @@ def test_collate_never_crashes_on_ragged_data():
     assert collate([1, "x"]) == [1, "x"]
     d = collate([{"a": 1, "b": b"x"}, {"a": 2, "b": b"y"}])
     assert d["a"].tolist() == [1, 2] and d["b"] == [b"x", b"y"]
-    assert collate([{"a": 1}, {"b": 2}]) == [{"a": 1}, {"b": 2}]
+    with pytest.raises(ValueError, match="keys"):
+        collate([{"a": 1}, {"b": 2}])
+    assert collate([{"a": 1}, {"b": 2}], ragged="list") == [{"a": 1}, {"b": 2}]
     t = collate([(1, np.ones(2)), (2, np.zeros(2))])
     assert isinstance(t, tuple) and t[0].tolist() == [1, 2] and t[1].shape == (2, 2)
     sv = collate(

@@ -48,20 +48,30 @@ import queue
 import threading
 import warnings
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from ._index import find_index
-from ._io import READ_BLOCK_SIZE, _compression_name, read_records
+from ._io import READ_BLOCK_SIZE, _reader_compression, read_records
 from ._paths import PathOrFile, expand_paths, is_file_object
 
-__all__ = ["AUTOTUNE", "TFRecordDataset"]
+__all__ = [
+    "AUTOTUNE",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
+    "Dataset",
+    "TFRecordDataset",
+]
 
 #: ``tf.data.AUTOTUNE``: accepted where tf.data accepts it (means "the number of CPUs").
 AUTOTUNE = -1
+#: ``tf.data.INFINITE_CARDINALITY``: what :meth:`Dataset.cardinality` returns after ``repeat()``.
+INFINITE_CARDINALITY = -1
+#: ``tf.data.UNKNOWN_CARDINALITY``: the number of elements depends on the data.
+UNKNOWN_CARDINALITY = -2
 
 EpochKey = tuple[int, ...]
 Upstream = Callable[[EpochKey], Iterator[Any]]
@@ -132,6 +142,12 @@ class _Source:
         # path -> (skip, take): read only records skip..skip+take-1 of that file
         # (tfrecord_lite.tfds split slices such as "train[10%:20%]").
         self.windows: Optional[dict[str, tuple[int, int]]] = None
+
+    def cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY  # the number of records is in the files
+
+    def describe(self) -> str:
+        return f"TFRecordDataset(files={len(self.files)})"
 
     def copy(self, **changes: Any) -> _Source:
         new = _Source.__new__(_Source)
@@ -287,11 +303,11 @@ def _chain_files(readers: list[Callable[[], Iterator[bytes]]]) -> Iterator[bytes
 
 
 def _interleave(
-    readers: list[Callable[[], Iterator[bytes]]], cycle_length: int, block_length: int
-) -> Iterator[bytes]:
+    readers: Iterable[Callable[[], Iterator[Any]]], cycle_length: int, block_length: int
+) -> Iterator[Any]:
     """tf.data's deterministic interleave: ``cycle_length`` files open, ``block_length`` records each in turn."""
     pending = iter(readers)
-    slots: list[Optional[Iterator[bytes]]] = [None] * cycle_length
+    slots: list[Optional[Iterator[Any]]] = [None] * cycle_length
     exhausted_input = False
     try:
         while True:
@@ -332,6 +348,10 @@ class _Op:
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
         raise NotImplementedError
 
+    def cardinality(self, n: int) -> int:
+        """The number of elements out, given ``n`` in (one element per element by default)."""
+        return n
+
     def describe(self) -> str:
         return type(self).__name__.strip("_").lower()
 
@@ -360,8 +380,9 @@ class _Parse(_Op):
 
 
 class _Map(_Op):
-    def __init__(self, fn: Callable[[Any], Any], num_parallel_calls: int) -> None:
-        self.fn = fn
+    def __init__(self, fn: Callable[..., Any], num_parallel_calls: int) -> None:
+        self.fn = _unpacking(fn)
+        self.name = getattr(fn, "__name__", "fn")
         self.workers = num_parallel_calls
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
@@ -370,7 +391,7 @@ class _Map(_Op):
         return _parallel_map(self.fn, upstream(key), self.workers)
 
     def describe(self) -> str:
-        return f"map({getattr(self.fn, '__name__', 'fn')})"
+        return f"map({self.name})"
 
 
 def _parallel_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
@@ -399,7 +420,10 @@ class _Filter(_Op):
         self.features = features  # set when planning moved a parse past this filter
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return _kept(self.predicate, upstream(key), self.features)
+        return _kept(_unpacking(self.predicate), upstream(key), self.features)
+
+    def cardinality(self, n: int) -> int:
+        return UNKNOWN_CARDINALITY
 
 
 class _Shuffle(_Op):
@@ -445,9 +469,13 @@ def _shuffle(items: Iterator[Any], buffer_size: int, rng: np.random.Generator) -
 
 
 class _Batch(_Op):
-    def __init__(self, batch_size: int, drop_remainder: bool) -> None:
+    def __init__(self, batch_size: int, drop_remainder: bool, ragged: str = "auto") -> None:
         self.batch_size = batch_size
         self.drop_remainder = drop_remainder
+        self.ragged = ragged
+
+    def cardinality(self, n: int) -> int:
+        return _batch_cardinality(n, self.batch_size, self.drop_remainder)
 
     def batches(self, items: Iterator[Any]) -> Iterator[list[Any]]:
         n = self.batch_size
@@ -463,7 +491,7 @@ class _Batch(_Op):
             _close(items)
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return _mapped(collate, self.batches(upstream(key)))
+        return _mapped(functools.partial(collate, ragged=self.ragged), self.batches(upstream(key)))
 
     def describe(self) -> str:
         return f"batch({self.batch_size}, drop_remainder={self.drop_remainder})"
@@ -502,6 +530,13 @@ class _Take(_Op):
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
         return _closing_slice(upstream(key), 0, None if self.count < 0 else self.count)
 
+    def cardinality(self, n: int) -> int:
+        if self.count < 0:
+            return n
+        if n == INFINITE_CARDINALITY:
+            return self.count
+        return n if n == UNKNOWN_CARDINALITY else min(n, self.count)
+
 
 class _Skip(_Op):
     transparent = True
@@ -513,6 +548,11 @@ class _Skip(_Op):
         if self.count < 0:  # tf.data: skip(-1) skips everything
             return _closing_slice(upstream(key), 0, 0)
         return _closing_slice(upstream(key), self.count, None)
+
+    def cardinality(self, n: int) -> int:
+        if self.count < 0:
+            return 0 if n != INFINITE_CARDINALITY else n
+        return n if n < 0 else max(0, n - self.count)
 
 
 def _closing_slice(items: Iterator[Any], start: int, stop: Optional[int]) -> Iterator[Any]:
@@ -527,6 +567,13 @@ class _Repeat(_Op):
 
     def __init__(self, count: Optional[int]) -> None:
         self.count = count
+
+    def cardinality(self, n: int) -> int:
+        if self.count is None:
+            return 0 if n == 0 else INFINITE_CARDINALITY
+        if self.count == 0:
+            return 0
+        return n if n < 0 else n * self.count
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
         reps = itertools.count() if self.count is None else range(self.count)
@@ -554,6 +601,370 @@ class _Prefetch(_Op):
 
     def describe(self) -> str:
         return f"prefetch({self.size})"
+
+
+# --------------------------------------------------------------------------- generic sources
+
+
+class _Slices:
+    """``Dataset.from_tensor_slices``: the rows of columns (arrays, or lists of objects)."""
+
+    def __init__(self, tensors: Any) -> None:
+        leaves: list[Any] = []
+        self.structure = _flatten_structure(tensors, leaves)
+        columns = [_as_column(x) for x in leaves]
+        lengths = {len(c) for c in columns}
+        if len(lengths) > 1:
+            raise ValueError(
+                "from_tensor_slices needs components with the same first dimension, "
+                f"got lengths {sorted(len(c) for c in columns)}"
+            )
+        self.columns = columns
+        self.length = lengths.pop() if lengths else 0
+
+    def copy(self, **changes: Any) -> _Slices:  # nothing to change: a list is a list
+        return self
+
+    def cardinality(self) -> int:
+        return self.length
+
+    def describe(self) -> str:
+        return f"Dataset.from_tensor_slices(<{self.length} elements>)"
+
+    def iterate(
+        self, key: EpochKey, extra_shards: tuple[tuple[int, int, str], ...] = ()
+    ) -> Iterator[Any]:
+        rows: Sequence[int] = range(self.length)
+        for n, i, _ in extra_shards:  # DataLoader workers / ranks: disjoint slices
+            rows = rows[i::n]
+        columns, structure = self.columns, self.structure
+        for j in rows:
+            yield _rebuild_structure(structure, iter([c[j] for c in columns]))
+
+
+def _flatten_structure(x: Any, leaves: list[Any]) -> Any:
+    """A tuple / dict nest with its leaves replaced by None (and appended to ``leaves``)."""
+    if isinstance(x, Mapping):
+        return {k: _flatten_structure(v, leaves) for k, v in x.items()}
+    if type(x) is tuple:
+        return tuple(_flatten_structure(v, leaves) for v in x)
+    leaves.append(x)
+    return None
+
+
+def _rebuild_structure(structure: Any, leaves: Iterator[Any]) -> Any:
+    if isinstance(structure, dict):
+        return {k: _rebuild_structure(v, leaves) for k, v in structure.items()}
+    if isinstance(structure, tuple):
+        return tuple(_rebuild_structure(v, leaves) for v in structure)
+    return next(leaves)
+
+
+def _as_column(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        if x.ndim == 0:
+            raise ValueError(
+                "from_tensor_slices needs components with a first dimension, got a scalar"
+            )
+        return x
+    if isinstance(x, (list, range)) and all(isinstance(v, (str, bytes, os.PathLike)) for v in x):
+        # Strings stay Python objects (np.asarray would cut trailing NUL bytes).
+        return [os.fspath(v) if isinstance(v, os.PathLike) else v for v in x]
+    if isinstance(x, (str, bytes)):
+        raise ValueError("from_tensor_slices needs components with a first dimension, got a string")
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        raise ValueError(f"from_tensor_slices needs components with a first dimension, got {x!r}")
+    if arr.dtype.kind == "O" and isinstance(x, list):
+        return list(x)
+    return arr
+
+
+def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
+    """tf.data calls a function on a tuple element with the tuple's components."""
+
+    def call(x: Any) -> Any:
+        return fn(*x) if type(x) is tuple else fn(x)
+
+    return call
+
+
+class _PaddedBatch(_Op):
+    def __init__(self, batch_size: int, drop_remainder: bool, shapes: Any, values: Any) -> None:
+        self.batch_size = batch_size
+        self.drop_remainder = drop_remainder
+        self.shapes = shapes
+        self.values = values
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        chunks = _Batch(self.batch_size, self.drop_remainder).batches(upstream(key))
+        return _mapped(lambda c: _pad_collate(c, self.shapes, self.values, ""), chunks)
+
+    def cardinality(self, n: int) -> int:
+        return _batch_cardinality(n, self.batch_size, self.drop_remainder)
+
+    def describe(self) -> str:
+        return f"padded_batch({self.batch_size})"
+
+
+def _pad_collate(items: Sequence[Any], shapes: Any, values: Any, path: str) -> Any:
+    first = items[0]
+    if isinstance(first, Mapping):
+        keys = list(first)
+        for x in items:
+            if not isinstance(x, Mapping) or list(x) != keys:
+                raise ValueError(f"padded_batch: elements have different keys at {path or 'top'}")
+        return {
+            k: _pad_collate(
+                [x[k] for x in items],
+                _sub(shapes, k),
+                _sub(values, k),
+                f"{path}[{k!r}]",
+            )
+            for k in keys
+        }
+    if type(first) is tuple:
+        return tuple(
+            _pad_collate([x[j] for x in items], _sub(shapes, j), _sub(values, j), f"{path}[{j}]")
+            for j in range(len(first))
+        )
+    arrays = [
+        np.asarray(x, dtype=object) if isinstance(x, (bytes, str)) else np.asarray(x) for x in items
+    ]
+    ndim = arrays[0].ndim
+    where = f" {path}" if path else ""
+    if any(a.ndim != ndim for a in arrays):
+        raise ValueError(
+            f"padded_batch: component{where} has elements of different ranks: "
+            f"{sorted({a.shape for a in arrays})}"
+        )
+    target = [max(a.shape[d] for a in arrays) for d in range(ndim)]
+    if shapes is not None:
+        want = list(np.atleast_1d(np.asarray(shapes, dtype=object))) if ndim else []
+        if len(want) != ndim:
+            raise ValueError(
+                f"padded_batch: padded shape {shapes} of component{where} has rank "
+                f"{len(want)}, its elements have rank {ndim}"
+            )
+        for d, w in enumerate(want):
+            if w is not None and int(w) >= 0:
+                if target[d] > int(w):
+                    raise ValueError(
+                        f"padded_batch: component{where} has an element of shape "
+                        f"{max(arrays, key=lambda a: a.shape[d]).shape}, larger than its "
+                        f"padded shape {list(shapes)} in dimension {d}"
+                    )
+                target[d] = int(w)
+    dtype = np.result_type(*arrays) if arrays[0].dtype != object else np.dtype(object)
+    if values is None:
+        pad: Any = b"" if dtype.kind in "OSU" else 0
+    else:
+        pad = values
+    out = np.full((len(arrays), *target), pad, dtype=dtype)
+    for b, a in enumerate(arrays):
+        out[b][tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+def _sub(spec: Any, k: Any) -> Any:
+    """The part of a padded_shapes / padding_values structure for key or position ``k``."""
+    if isinstance(spec, Mapping):
+        return spec.get(k)
+    if type(spec) is tuple:
+        return spec[k]
+    return spec if not isinstance(spec, (list, np.ndarray)) else None
+
+
+class _Unbatch(_Op):
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        return _unbatched(upstream(key))
+
+    def cardinality(self, n: int) -> int:
+        return n if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
+
+
+def _unbatched(items: Iterator[Any]) -> Iterator[Any]:
+    try:
+        for x in items:
+            yield from _rows(x, "")
+    finally:
+        _close(items)
+
+
+def _rows(x: Any, path: str) -> list[Any]:
+    """The rows of a batch (its slices along the first dimension)."""
+    from ._values import RaggedValue, SparseValue
+
+    if isinstance(x, Mapping):
+        cols = {k: _rows(v, f"{path}[{k!r}]") for k, v in x.items()}
+        n = _same_length(cols.values(), path)
+        return [{k: c[j] for k, c in cols.items()} for j in range(n)]
+    if type(x) is tuple:
+        parts = [_rows(v, f"{path}[{j}]") for j, v in enumerate(x)]
+        n = _same_length(parts, path)
+        return [tuple(p[j] for p in parts) for j in range(n)]
+    if isinstance(x, list):
+        return list(x)
+    if isinstance(x, RaggedValue):
+        return [x[j] for j in range(len(x))]
+    if isinstance(x, SparseValue):
+        idx = np.asarray(x.indices).reshape(len(x.indices), -1)
+        vals = np.asarray(x.values)
+        shape = np.asarray(x.dense_shape, dtype=np.int64)
+        out = []
+        for j in range(int(shape[0])):
+            keep = idx[:, 0] == j
+            out.append(SparseValue(idx[keep, 1:], vals[keep], shape[1:].copy()))
+        return out
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        raise ValueError(f"unbatch: component{' ' + path if path else ''} is a scalar, not a batch")
+    return list(arr)
+
+
+def _same_length(parts: Any, path: str) -> int:
+    lengths = {len(p) for p in parts}
+    if len(lengths) > 1:
+        raise ValueError(
+            f"unbatch: the components of {path or 'the element'} have different batch sizes {sorted(lengths)}"
+        )
+    return lengths.pop() if lengths else 0
+
+
+class _Enumerate(_Op):
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        return _enumerated(upstream(key), self.start)
+
+
+def _enumerated(items: Iterator[Any], start: int) -> Iterator[Any]:
+    try:
+        for i, x in enumerate(items, start):
+            yield (np.int64(i), x)
+    finally:
+        _close(items)
+
+
+class _Cache(_Op):
+    """In memory: the first complete pass is kept and replayed (per shard of the input)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[Any, list[Any]] = {}
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        return self.cached(upstream, key, ())
+
+    def cached(
+        self, upstream: Upstream, key: EpochKey, shards: tuple[tuple[int, int, str], ...]
+    ) -> Iterator[Any]:
+        with self._lock:
+            done = self._done.get(shards)
+        if done is not None:
+            return iter(done)
+        return self._fill(upstream(key), shards)
+
+    def _fill(self, items: Iterator[Any], shards: Any) -> Iterator[Any]:
+        kept: list[Any] = []
+        try:
+            for x in items:
+                kept.append(x)
+                yield x
+        finally:
+            _close(items)
+        with self._lock:  # reached only when the pass was complete
+            self._done.setdefault(shards, kept)
+
+
+class _Interleave(_Op):
+    def __init__(self, fn: Callable[..., Any], cycle: int, block: int, workers: int) -> None:
+        self.fn = _unpacking(fn)
+        self.cycle = cycle
+        self.block = block
+        self.workers = workers
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        fn, workers = self.fn, self.workers
+
+        def open_one(x: Any) -> Iterator[Any]:
+            ds = fn(x)
+            if not isinstance(ds, Dataset):
+                raise TypeError(
+                    f"interleave's map_func must return a Dataset, got {type(ds).__name__}"
+                )
+            if workers > 0:
+                return _flatten_chunks(
+                    _prefetch(lambda: _chunked(ds._iterate(key), _READ_AHEAD_CHUNK), 2)
+                )
+            return ds._iterate(key)
+
+        items = upstream(key)
+        readers = (functools.partial(open_one, x) for x in items)
+        return _closing_after(_interleave(readers, self.cycle, self.block), items)
+
+    def cardinality(self, n: int) -> int:
+        return UNKNOWN_CARDINALITY
+
+    def describe(self) -> str:
+        return f"interleave(cycle_length={self.cycle}, block_length={self.block})"
+
+
+#: Elements a read-ahead thread of ``interleave(num_parallel_calls=...)`` hands over at once.
+_READ_AHEAD_CHUNK = 64
+
+
+def _chunked(items: Iterator[Any], n: int) -> Iterator[list[Any]]:
+    try:
+        while True:
+            chunk = list(itertools.islice(items, n))
+            if not chunk:
+                return
+            yield chunk
+    finally:
+        _close(items)
+
+
+def _flatten_chunks(chunks: Iterator[list[Any]]) -> Iterator[Any]:
+    try:
+        for chunk in chunks:
+            yield from chunk
+    finally:
+        _close(chunks)
+
+
+def _closing_after(items: Iterator[Any], other: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from items
+    finally:
+        _close(items)
+        _close(other)
+
+
+class _ElementShard(_Op):
+    """tf.data's ``shard`` on elements: every ``n``-th from ``i``."""
+
+    def __init__(self, n: int, i: int) -> None:
+        self.n = n
+        self.i = i
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        return _every(upstream(key), self.i, self.n)
+
+    def cardinality(self, n: int) -> int:
+        if n < 0:
+            return n
+        return n // self.n + (1 if self.i < n % self.n else 0)
+
+    def describe(self) -> str:
+        return f"shard({self.n}, {self.i})"
+
+
+def _batch_cardinality(n: int, size: int, drop: bool) -> int:
+    if n < 0:
+        return n
+    return n // size if drop else -(-n // size)
 
 
 # --------------------------------------------------------------------------- prefetch
@@ -642,19 +1053,35 @@ def _is_plain_tuple(x: Any) -> bool:
     return type(x) is tuple
 
 
-def collate(items: Sequence[Any]) -> Any:
+#: How ``batch`` / :func:`collate` treat elements whose shapes differ.
+_RAGGED_MODES = ("auto", "error", "list")
+
+
+def collate(items: Sequence[Any], ragged: str = "auto") -> Any:
     """Stack a list of elements into one batch, as ``batch()`` does after ``map``.
 
     * dicts (same keys) -> dict of batched values; tuples -> tuple of batched values
     * arrays and numbers of one shape -> ``np.stack`` (a new leading axis)
-    * arrays whose first dimension differs -> :class:`RaggedValue` (values + row_splits)
     * :class:`SparseValue` -> one SparseValue with a leading batch dimension, as
       ``parse_example`` returns for a ``VarLenFeature``
     * :class:`RaggedValue` -> a RaggedValue with one more ragged dimension
     * bytes, str and anything else -> a list
 
-    Never raises on ragged data: what cannot be stacked comes back as a list.
+    Arrays whose shapes differ (``ragged``): with ``"auto"`` (default) arrays
+    that differ only in their first dimension become a :class:`RaggedValue`
+    (values + row_splits, as ``parse_example`` returns variable-length
+    features) and any other difference raises ``ValueError`` naming the key and
+    the shapes; ``"error"`` raises for any difference (tf.data's ``batch``);
+    ``"list"`` returns a list of the values of that field instead. Dicts with
+    different keys and tuples of different lengths raise too (a list with
+    ``"list"``).
     """
+    if ragged not in _RAGGED_MODES:
+        raise ValueError(f"ragged must be one of {_RAGGED_MODES}, got {ragged!r}")
+    return _collate(items, ragged, "")
+
+
+def _collate(items: Sequence[Any], ragged: str, path: str) -> Any:
     from ._values import RaggedValue, SparseValue
 
     if not items:
@@ -662,48 +1089,80 @@ def collate(items: Sequence[Any]) -> Any:
     first = items[0]
     if isinstance(first, dict):
         keys = list(first)
-        if all(
-            isinstance(x, dict) and len(x) == len(keys) and all(k in x for k in keys) for x in items
-        ):
-            return {k: collate([x[k] for x in items]) for k in keys}
-        return list(items)
+        for j, x in enumerate(items):
+            if not (isinstance(x, dict) and len(x) == len(keys) and all(k in x for k in keys)):
+                other = sorted(x) if isinstance(x, dict) else type(x).__name__
+                return _mismatch(
+                    items, ragged, path, f"element 0 has keys {sorted(keys)}, element {j} {other}"
+                )
+        return {k: _collate([x[k] for x in items], ragged, f"{path}[{k!r}]") for k in keys}
     if isinstance(first, SparseValue):
         if all(isinstance(x, SparseValue) for x in items):
-            return _stack_sparse(items)
-        return list(items)
+            ndims = [len(x.dense_shape) for x in items]
+            odd = next((j for j, d in enumerate(ndims) if d != ndims[0]), None)
+            if odd is None:
+                return _stack_sparse(items)
+            return _mismatch(
+                items,
+                ragged,
+                path,
+                f"element 0 has rank {ndims[0]}, element {odd} rank {ndims[odd]}",
+            )
+        return _mismatch(items, ragged, path, "it mixes SparseValue and other values")
     if isinstance(first, RaggedValue):
         if all(isinstance(x, (RaggedValue, np.ndarray)) for x in items):
             return _stack_ragged(items)
-        return list(items)
+        return _mismatch(items, ragged, path, "it mixes RaggedValue and other values")
     if _is_plain_tuple(first):
-        if all(_is_plain_tuple(x) and len(x) == len(first) for x in items):
-            return tuple(collate([x[j] for x in items]) for j in range(len(first)))
-        return list(items)
+        for j, x in enumerate(items):
+            if not (_is_plain_tuple(x) and len(x) == len(first)):
+                size = len(x) if _is_plain_tuple(x) else type(x).__name__
+                return _mismatch(
+                    items, ragged, path, f"element 0 is a {len(first)}-tuple, element {j} {size}"
+                )
+        return tuple(
+            _collate([x[j] for x in items], ragged, f"{path}[{j}]") for j in range(len(first))
+        )
     numeric = (np.ndarray, np.generic, int, float, complex)
     if isinstance(first, numeric):
         if not all(isinstance(x, numeric) for x in items):
             return list(items)
         arrays = [np.asarray(x) for x in items]
         shape = arrays[0].shape
-        if all(a.shape == shape for a in arrays):
+        odd = next((j for j, a in enumerate(arrays) if a.shape != shape), None)
+        if odd is None:
             try:
                 return np.stack(arrays)
             except (TypeError, ValueError):  # pragma: no cover - mixed incompatible dtypes
                 return list(items)
-        if all(
+        if ragged == "auto" and all(
             a.ndim >= 1 and a.ndim == arrays[0].ndim and a.shape[1:] == shape[1:] for a in arrays
         ):
             return _stack_ragged(arrays)
-        return list(items)
+        return _mismatch(
+            items,
+            ragged,
+            path,
+            f"element 0 has shape {shape} and element {odd} has shape {arrays[odd].shape}",
+        )
     return list(items)
+
+
+def _mismatch(items: Sequence[Any], ragged: str, path: str, what: str) -> list[Any]:
+    """A field whose elements cannot be stacked: a list if asked for, else an error."""
+    if ragged == "list":
+        return list(items)
+    where = f"key {path}" if path.startswith("['") and path.count("[") == 1 else path
+    raise ValueError(
+        f"cannot batch {where or 'the elements'}: {what}. Make the shapes equal (e.g. in "
+        "map()), pad them with padded_batch(), or get a list with batch(..., ragged='list')"
+    )
 
 
 def _stack_sparse(items: Sequence[Any]) -> Any:
     from ._values import SparseValue
 
     ndim = len(items[0].dense_shape)
-    if any(len(x.dense_shape) != ndim for x in items):
-        return list(items)
     parts = []
     for b, x in enumerate(items):
         idx = np.asarray(x.indices, dtype=np.int64).reshape(-1, ndim)
@@ -762,7 +1221,7 @@ def _as_ragged(x: np.ndarray) -> Any:
 # --------------------------------------------------------------------------- the dataset
 
 
-def _plan(ops: Sequence[_Op]) -> list[_Op]:
+def _plan(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
     """Rewrite the chain for speed, without changing what it yields.
 
     ``parse(f)`` followed (through ops that do not look at elements: shuffle, take,
@@ -785,86 +1244,125 @@ def _plan(ops: Sequence[_Op]) -> list[_Op]:
                     out[m] = _Filter(f.predicate, parse.features)
             out[j] = _ParseBatch(op.batch_size, op.drop_remainder, parse.features)
             out[k] = None
-        elif k < 0:
+        elif k < 0 and records:
             out[j] = _RawBatch(op.batch_size, op.drop_remainder)
     return [o for o in out if o is not None]
 
 
-class TFRecordDataset:
-    """The records of TFRecord files as a lazy, re-iterable, chainable pipeline.
+def _no_file_objects(files: Sequence[Any]) -> None:
+    for f in files:
+        if is_file_object(f):
+            raise TypeError(
+                "TFRecordDataset needs file paths (it reads the files again each epoch); "
+                "use tfrecord_lite.TFRecordReader for an open file object"
+            )
 
-    ``filenames``: a path, a list of paths, a glob (``"train-*.tfrecord"``), a
-    directory, a shard pattern (``"train-?????-of-00016"``) or spec
-    (``"train@16"``). ``compression``: ``"auto"`` or ``None`` (default: detected per
-    file, plain files included), ``""`` (plain), ``"GZIP"`` or ``"ZLIB"``
-    (``compression_type=`` is accepted as tf.data's name). ``buffer_size``: read block per file in bytes (default 1 MiB,
-    divided among the files open at once when interleaving, at least 64 KiB).
-    ``num_parallel_reads=N`` interleaves N files record by record, as tf.data does.
-    ``verify=False`` skips CRC checks.
 
-    Iterating yields each record's ``bytes``; chain :meth:`parse`, :meth:`map`,
-    :meth:`filter`, :meth:`shuffle`, :meth:`batch` ... to transform them.
+class Dataset:
+    """A lazy, re-iterable pipeline of elements, as ``tf.data.Dataset``, yielding NumPy.
+
+    Make one with :meth:`from_tensor_slices`, :meth:`list_files`, :meth:`range` or
+    :class:`TFRecordDataset` (a ``Dataset`` of the records of TFRecord files), then
+    chain transformations: each returns a new dataset, nothing runs until it is
+    iterated, and every ``for`` over it is a new epoch (reshuffled when asked to).
+    Elements are NumPy arrays and scalars, ``bytes``/``str``, and dicts and tuples
+    of them.
+
+    ``name=`` is accepted wherever tf.data takes it (it names the op in a
+    TensorFlow graph; here it has no effect).
     """
 
-    def __init__(
-        self,
-        filenames: Union[PathOrFile, Sequence[PathOrFile]],
-        compression: Union[str, None] = "auto",
-        buffer_size: Optional[int] = None,
-        num_parallel_reads: Optional[int] = None,
-        *,
-        compression_type: Union[str, None] = None,
-        verify: bool = True,
-    ) -> None:
-        if compression_type is not None:
-            if compression != "auto":
-                raise TypeError("pass either compression= or compression_type=, not both")
-            compression = compression_type
-        comp = "auto" if compression is None else _compression_name(compression, allow_auto=True)
-        if buffer_size is None:
-            size: Optional[int] = None
-        elif buffer_size == 0:  # tf.data: unbuffered; we read small blocks
-            size = _MIN_BLOCK
-        else:
-            size = _count("buffer_size", buffer_size, 1)
-        files = expand_paths(filenames)
-        for f in files:
-            if is_file_object(f):
-                raise TypeError(
-                    "TFRecordDataset needs file paths (it reads the files again each epoch); "
-                    "use tfrecord_lite.TFRecordReader for an open file object"
-                )
-        self._source = _Source(tuple(os.fspath(f) for f in files), comp, size, verify)  # type: ignore[arg-type]
-        if num_parallel_reads is not None and num_parallel_reads != 1:
-            self._source.cycle_length = _threads("num_parallel_reads", num_parallel_reads)
-        self._ops: tuple[_Op, ...] = ()
-        self._epoch = 0
+    _source: Any
+    _ops: tuple[_Op, ...]
+    _epoch: int
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "make a Dataset with Dataset.from_tensor_slices(...), Dataset.list_files(...), "
+            "Dataset.range(...) or TFRecordDataset(...)"
+        )
+
+    @classmethod
+    def _of(cls, source: Any) -> Dataset:
+        new = object.__new__(Dataset)
+        new._source = source
+        new._ops = ()
+        new._epoch = 0
+        return new
+
+    # -- creating datasets
+
+    @staticmethod
+    def from_tensor_slices(tensors: Any, name: Optional[str] = None) -> Dataset:
+        """The slices of ``tensors`` along their first dimension, one element each.
+
+        ``tensors`` is an array (or anything ``np.asarray`` takes), a list of file
+        names or other strings (kept as Python objects), or a dict or tuple of
+        those, all of the same length: then each element is a dict / tuple of
+        their slices, as tf.data's. ``Dataset.from_tensor_slices(files)`` followed by
+        ``interleave(lambda f: TFRecordDataset(f), ...)`` reads files in parallel.
+        """
+        return Dataset._of(_Slices(tensors))
+
+    @staticmethod
+    def list_files(
+        file_pattern: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+        shuffle: Optional[bool] = None,
+        seed: Optional[int] = None,
+        name: Optional[str] = None,
+    ) -> Dataset:
+        """The file names matching ``file_pattern`` (a glob, or a list of globs), as ``str``.
+
+        As tf.data: the names are sorted; ``shuffle`` (default ``True``) shuffles
+        them, anew each epoch (reproducibly with ``seed``); a pattern that matches
+        nothing raises ``FileNotFoundError`` ("No files matched pattern"). A
+        directory, a shard spec ``name@N`` and URLs work as in
+        :func:`~tfrecord_lite.expand_paths`.
+        """
+        patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else file_pattern
+        names: list[str] = []
+        for p in patterns:
+            try:
+                found = expand_paths(p)
+            except FileNotFoundError:
+                raise FileNotFoundError(f"No files matched pattern: {os.fspath(p)}") from None
+            if not found:
+                raise FileNotFoundError(f"No files matched pattern: {os.fspath(p)}")
+            names.extend(os.fspath(f) for f in found)  # type: ignore[arg-type]
+        names.sort()
+        ds = Dataset.from_tensor_slices(names)
+        if shuffle is None or shuffle:
+            ds = ds.shuffle(max(1, len(names)), seed=seed)
+        return ds
+
+    @staticmethod
+    def range(*args: int, dtype: Any = np.int64, name: Optional[str] = None) -> Dataset:
+        """``range(stop)``, ``range(start, stop[, step])`` as NumPy scalars of ``dtype``."""
+        return Dataset.from_tensor_slices(np.arange(*args, dtype=np.dtype(dtype)))
 
     # -- plumbing
 
-    def _derive(self, op: Optional[_Op] = None, **source_changes: Any) -> TFRecordDataset:
-        new = TFRecordDataset.__new__(TFRecordDataset)
+    def _derive(self, op: Optional[_Op] = None, **source_changes: Any) -> Any:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
         new._source = self._source.copy(**source_changes) if source_changes else self._source
         new._ops = self._ops + ((op,) if op is not None else ())
         new._epoch = 0
         return new
 
-    @property
-    def files(self) -> list[str]:
-        """The files, expanded from the patterns given, in the order given."""
-        return list(self._source.files)
-
     def _iterate(
         self, key: EpochKey, extra_shards: tuple[tuple[int, int, str], ...] = ()
     ) -> Iterator[Any]:
         source = self._source
-        ops = _plan(self._ops)
+        ops = _plan(self._ops, isinstance(source, _Source))
 
         def build(level: int) -> Upstream:
             if level == 0:
                 return lambda k: source.iterate(k, extra_shards)
             op = ops[level - 1]
             below = build(level - 1)
+            if isinstance(op, _Cache):
+                return lambda k: op.cached(below, k, extra_shards)
             return lambda k: op.run(below, k)
 
         return build(len(ops))(key)
@@ -887,15 +1385,299 @@ class TFRecordDataset:
         """tf.data's name for iterating: elements are NumPy already."""
         return iter(self)
 
-    def apply(
-        self, transformation: Callable[[TFRecordDataset], TFRecordDataset]
-    ) -> TFRecordDataset:
+    def apply(self, transformation: Callable[[Any], Any]) -> Any:
         """``transformation(self)``, as tf.data's ``apply``."""
         return transformation(self)
 
+    def cardinality(self) -> int:
+        """The number of elements when it is known without reading the data.
+
+        :data:`INFINITE_CARDINALITY` (-1) after ``repeat()``,
+        :data:`UNKNOWN_CARDINALITY` (-2) when it depends on the data (the records
+        of files, ``filter``, ``interleave``, ``unbatch``), as tf.data's.
+        """
+        n: int = self._source.cardinality()
+        for op in _plan(self._ops, isinstance(self._source, _Source)):
+            n = op.cardinality(n)
+        return n
+
+    def __len__(self) -> int:
+        """The number of elements; ``TypeError`` when it is infinite or unknown, as tf.data."""
+        n = self.cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("The dataset is infinite.")
+        if n < 0:
+            raise TypeError("The dataset length is unknown.")
+        return n
+
+    def __bool__(self) -> bool:
+        return True  # not len(): a dataset of unknown length is still a dataset
+
+    # -- transformations
+
+    def map(
+        self,
+        map_func: Callable[..., Any],
+        num_parallel_calls: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+        name: Optional[str] = None,
+    ) -> Any:
+        """Apply ``map_func`` to each element (a tuple element is passed unpacked, as tf.data).
+
+        ``num_parallel_calls=N`` (or :data:`AUTOTUNE`) runs it on N threads, keeping the
+        order (helps when ``map_func`` releases the GIL: NumPy, image decoding, I/O).
+        ``deterministic`` is accepted for tf.data compatibility; order is always kept.
+        """
+        if not callable(map_func):
+            raise TypeError("map_func must be callable")
+        return self._derive(_Map(map_func, _threads("num_parallel_calls", num_parallel_calls)))
+
+    def filter(self, predicate: Callable[[Any], Any], name: Optional[str] = None) -> Any:
+        """Keep the elements for which ``predicate(element)`` is true."""
+        if not callable(predicate):
+            raise TypeError("predicate must be callable")
+        return self._derive(_Filter(predicate))
+
+    def shuffle(
+        self,
+        buffer_size: int,
+        seed: Optional[int] = None,
+        reshuffle_each_iteration: bool = True,
+        name: Optional[str] = None,
+    ) -> Any:
+        """Shuffle with a buffer of ``buffer_size`` elements, as tf.data.
+
+        Memory holds ``buffer_size`` elements, whatever the number of files or
+        records. With a ``seed`` the order is reproducible: epoch ``e`` of the same
+        pipeline always gives the same order, and a different one for each ``e``
+        unless ``reshuffle_each_iteration=False``. A buffer at least as large as the
+        data gives a uniformly random permutation.
+        """
+        size = _count("buffer_size", buffer_size, 1) if buffer_size != AUTOTUNE else 1024
+        return self._derive(_Shuffle(size, _seed_entropy(seed), bool(reshuffle_each_iteration)))
+
+    def batch(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel_calls: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+        name: Optional[str] = None,
+        *,
+        ragged: str = "auto",
+    ) -> Any:
+        """Group ``batch_size`` consecutive elements.
+
+        After :meth:`TFRecordDataset.parse`: the dict of columns ``parse_example``
+        returns. Records not yet parsed: a list of ``bytes``. Other elements are
+        stacked by :func:`collate`: arrays of one shape with ``np.stack``, dicts
+        and tuples field by field. When shapes differ, ``ragged`` decides:
+
+        * ``"auto"`` (default): arrays that differ only in their first dimension
+          (variable-length features) become a :class:`RaggedValue`, as
+          ``parse_example`` returns them; any other difference (e.g. a grayscale
+          image among RGB ones) raises ``ValueError`` naming the key and the shapes;
+        * ``"error"``: any difference raises, as tf.data's ``batch``;
+        * ``"list"``: a field whose shapes differ becomes a list of its values.
+
+        Use :meth:`padded_batch` to pad instead. The last, smaller batch is kept
+        unless ``drop_remainder``. ``num_parallel_calls`` and ``deterministic`` are
+        accepted for tf.data compatibility (batches are always in order).
+        """
+        if ragged not in _RAGGED_MODES:
+            raise ValueError(f"ragged must be one of {_RAGGED_MODES}, got {ragged!r}")
+        _threads("num_parallel_calls", num_parallel_calls)
+        return self._derive(
+            _Batch(_count("batch_size", batch_size, 1), bool(drop_remainder), ragged)
+        )
+
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+        name: Optional[str] = None,
+    ) -> Any:
+        """Group ``batch_size`` elements, padding each array to a common shape, as tf.data.
+
+        ``padded_shapes`` (optional, with the elements' structure: a dict, tuple or
+        one shape) gives each array's shape; ``None`` or ``-1`` in it (or no shape at
+        all) means "the largest in the batch". An element larger than its padded
+        shape raises ``ValueError``. ``padding_values`` (same structure, or one
+        value) default to 0, ``b""`` for strings.
+        """
+        return self._derive(
+            _PaddedBatch(
+                _count("batch_size", batch_size, 1),
+                bool(drop_remainder),
+                padded_shapes,
+                padding_values,
+            )
+        )
+
+    def unbatch(self, name: Optional[str] = None) -> Any:
+        """Split each element along its first dimension: the inverse of :meth:`batch`."""
+        return self._derive(_Unbatch())
+
+    def enumerate(self, start: int = 0, name: Optional[str] = None) -> Any:
+        """Pair each element with its position: ``(np.int64(i), element)`` from ``start``."""
+        if isinstance(start, bool) or not isinstance(start, (int, np.integer)):
+            raise TypeError(f"start must be an int, got {type(start).__name__}")
+        return self._derive(_Enumerate(int(start)))
+
+    def cache(self, filename: str = "", name: Optional[str] = None) -> Any:
+        """Keep the elements of the first complete epoch in memory; later epochs replay them.
+
+        As tf.data's in-memory cache: an epoch that stops early caches nothing,
+        and what is before ``cache()`` (a shuffle, say) runs only once. A
+        ``filename`` is accepted for ported scripts but the cache is still kept in
+        memory (nothing is written to that file).
+        """
+        if not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(f"filename must be a string, got {type(filename).__name__}")
+        return self._derive(_Cache())
+
+    def interleave(
+        self,
+        map_func: Callable[[Any], Dataset],
+        cycle_length: Optional[int] = None,
+        block_length: Optional[int] = None,
+        num_parallel_calls: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+        name: Optional[str] = None,
+    ) -> Any:
+        """Map each element to a dataset and interleave them, in tf.data's order.
+
+        ``cycle_length`` (default: the number of CPUs) datasets are open at once;
+        ``block_length`` (default 1) consecutive elements are taken from each in
+        turn; when one ends, the next input element takes its place when its turn
+        comes. ``num_parallel_calls=N`` (or :data:`AUTOTUNE`) reads ahead in each
+        open dataset on a background thread; the order stays tf.data's
+        deterministic one whatever ``deterministic`` says.
+
+        >>> files = Dataset.list_files("train-*.tfrecord", shuffle=False)   # doctest: +SKIP
+        >>> ds = files.interleave(lambda f: TFRecordDataset(f), cycle_length=4,
+        ...                       num_parallel_calls=AUTOTUNE)              # doctest: +SKIP
+        """
+        if not callable(map_func):
+            raise TypeError(f"map_func must be callable, got {type(map_func).__name__}")
+        cycle = _threads("cycle_length", AUTOTUNE if cycle_length is None else cycle_length)
+        block = 1 if block_length is None else _count("block_length", block_length, 1)
+        workers = (
+            0 if num_parallel_calls is None else _threads("num_parallel_calls", num_parallel_calls)
+        )
+        return self._derive(_Interleave(map_func, cycle, block, workers))
+
+    def flat_map(self, map_func: Callable[[Any], Dataset], name: Optional[str] = None) -> Any:
+        """Map each element to a dataset and chain them (``interleave`` with cycle 1)."""
+        return self.interleave(map_func, cycle_length=1)
+
+    def shard(self, num_shards: int, index: int, name: Optional[str] = None) -> Any:
+        """Keep elements ``index, index + num_shards, ...``, as tf.data's ``shard``.
+
+        (On a :class:`TFRecordDataset` ``shard`` splits the input records instead,
+        wherever it is called; see there.)
+        """
+        n = _count("num_shards", num_shards, 1)
+        i = _count("index", index, 0)
+        if i >= n:
+            raise ValueError(f"shard index must be in [0, {n}), got {i}")
+        return self._derive(_ElementShard(n, i))
+
+    def take(self, count: int, name: Optional[str] = None) -> Any:
+        """At most ``count`` elements (``-1``: all)."""
+        return self._derive(_Take(_count("count", count, -1)))
+
+    def skip(self, count: int, name: Optional[str] = None) -> Any:
+        """Drop the first ``count`` elements (``-1``: all)."""
+        return self._derive(_Skip(_count("count", count, -1)))
+
+    def repeat(self, count: Optional[int] = None, name: Optional[str] = None) -> Any:
+        """Repeat ``count`` times (``None`` or ``-1``: forever). Each repetition reshuffles."""
+        if count is not None and count == -1:
+            count = None
+        return self._derive(_Repeat(None if count is None else _count("count", count, 0)))
+
+    def prefetch(self, buffer_size: int = 2, name: Optional[str] = None) -> Any:
+        """Prepare up to ``buffer_size`` elements ahead in a background thread.
+
+        The thread stops as soon as the loop ends, breaks, or the iterator is
+        garbage-collected; an error in the pipeline is raised in the loop.
+        """
+        size = 2 if buffer_size == AUTOTUNE else _count("buffer_size", buffer_size, 0)
+        if size == 0:
+            return self._derive()
+        return self._derive(_Prefetch(size))
+
+    def __repr__(self) -> str:
+        return ".".join([self._source.describe(), *(op.describe() for op in self._ops)])
+
+
+class TFRecordDataset(Dataset):
+    """The records of TFRecord files as a lazy, re-iterable, chainable :class:`Dataset`.
+
+    ``filenames``: a path, a list of paths, a glob (``"train-*.tfrecord"``), a
+    directory, a shard pattern (``"train-?????-of-00016"``) or spec
+    (``"train@16"``). ``compression_type`` (positional, or ``compression=``):
+    ``"auto"``/``None`` (default: detected per file, plain files included),
+    ``""`` (plain), ``"GZIP"`` or ``"ZLIB"``. ``buffer_size``: the read-ahead per
+    file in bytes, as tf.data's (default 1 MiB, divided among the files open at
+    once when interleaving); values below 64 KiB (the MNIST tutorial's
+    ``buffer_size=100``, or 0) are raised to 64 KiB, so a tiny buffer never makes
+    reading slower; -1 means the default. ``num_parallel_reads=N`` interleaves N
+    files record by record, as tf.data does. ``verify=False`` skips CRC checks.
+    ``name`` is accepted as in tf.data.
+
+    Iterating yields each record's ``bytes``; chain :meth:`parse`, :meth:`map`,
+    :meth:`filter`, :meth:`shuffle`, :meth:`batch` ... to transform them. A
+    transformed ``TFRecordDataset`` is still one: :meth:`shard`,
+    :meth:`shuffle_files` and :meth:`parse` work anywhere in the chain.
+    """
+
+    def __init__(
+        self,
+        filenames: Union[PathOrFile, Sequence[PathOrFile]],
+        compression_type: Union[str, int, None] = "auto",
+        buffer_size: Optional[int] = None,
+        num_parallel_reads: Optional[int] = None,
+        name: Optional[str] = None,
+        *,
+        compression: Union[str, int, None] = None,
+        verify: bool = True,
+    ) -> None:
+        if compression is not None:
+            if compression_type != "auto":
+                raise TypeError("pass either compression= or compression_type=, not both")
+            compression_type = compression
+        comp = _reader_compression(compression_type)
+        if buffer_size is None or (buffer_size == -1 and not isinstance(buffer_size, bool)):
+            size: Optional[int] = None
+        else:
+            size = max(_MIN_BLOCK, _count("buffer_size", buffer_size, 0))
+        if isinstance(filenames, Dataset):
+            raise TypeError(
+                "TFRecordDataset takes file names, not a Dataset: use "
+                "files.interleave(lambda f: TFRecordDataset(f)) (or flat_map)"
+            )
+        files = expand_paths(filenames)
+        _no_file_objects(files)
+        self._source = _Source(tuple(os.fspath(f) for f in files), comp, size, verify)  # type: ignore[arg-type]
+        if num_parallel_reads is not None and num_parallel_reads != 1:
+            self._source.cycle_length = _threads("num_parallel_reads", num_parallel_reads)
+        self._ops = ()
+        self._epoch = 0
+
+    @property
+    def files(self) -> list[str]:
+        """The files, expanded from the patterns given, in the order given."""
+        return list(self._source.files)
+
     # -- reading options
 
-    def shard(self, num_shards: int, index: int, *, by: str = "auto") -> TFRecordDataset:
+    def shard(
+        self, num_shards: int, index: int, name: Optional[str] = None, *, by: str = "auto"
+    ) -> TFRecordDataset:
         """Keep only shard ``index`` of ``num_shards``: disjoint shards that cover every record once.
 
         It always splits the input records, wherever it is called in the chain.
@@ -911,7 +1693,7 @@ class TFRecordDataset:
             raise ValueError(f"shard index must be in [0, {n}), got {i}")
         if by not in ("auto", "file", "record"):
             raise ValueError(f"by must be 'auto', 'file' or 'record', got {by!r}")
-        new = self._derive(shards=(*self._source.shards, (n, i, by)))
+        new: TFRecordDataset = self._derive(shards=(*self._source.shards, (n, i, by)))
         new._source.plan()  # raises now if by="file" cannot be honoured
         return new
 
@@ -919,17 +1701,46 @@ class TFRecordDataset:
         self, seed: Optional[int] = None, reshuffle_each_iteration: bool = True
     ) -> TFRecordDataset:
         """Read the files in a random order (a new one each epoch unless told otherwise)."""
-        return self._derive(file_shuffle=(_seed_entropy(seed), bool(reshuffle_each_iteration)))
+        new: TFRecordDataset = self._derive(
+            file_shuffle=(_seed_entropy(seed), bool(reshuffle_each_iteration))
+        )
+        return new
 
-    def interleave(self, cycle_length: int, block_length: int = 1) -> TFRecordDataset:
-        """Read ``cycle_length`` files at a time, ``block_length`` records from each in turn.
+    def interleave(
+        self,
+        map_func: Union[Callable[[Any], Dataset], int, None] = None,
+        cycle_length: Optional[int] = None,
+        block_length: Optional[int] = None,
+        num_parallel_calls: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+        name: Optional[str] = None,
+    ) -> Any:
+        """tf.data's :meth:`Dataset.interleave`, or the files' read order: ``interleave(cycle_length, block_length=1)``.
 
-        The order is deterministic, as tf.data's ``interleave``; memory is
-        ``cycle_length`` read buffers. Applies to the files wherever it is called.
+        With an int first (or only keyword) argument, read ``cycle_length`` files
+        at a time, ``block_length`` records from each in turn, in tf.data's
+        deterministic order; memory is ``cycle_length`` read buffers. It applies
+        to the files wherever it is called. With a function, see
+        :meth:`Dataset.interleave`.
         """
-        return self._derive(
-            cycle_length=_threads("cycle_length", cycle_length),
-            block_length=_count("block_length", block_length, 1),
+        if map_func is None or (
+            isinstance(map_func, (int, np.integer)) and not isinstance(map_func, bool)
+        ):
+            cycle = map_func if map_func is not None else cycle_length
+            if cycle is None:
+                raise TypeError("interleave() needs map_func or cycle_length")
+            block = block_length
+            if block is None:
+                block = cycle_length if map_func is not None and cycle_length is not None else 1
+            new: TFRecordDataset = self._derive(
+                cycle_length=_threads("cycle_length", cycle),
+                block_length=_count("block_length", block, 1),
+            )
+            return new
+        if isinstance(map_func, bool):
+            raise TypeError("map_func must be callable, got bool")
+        return super().interleave(
+            map_func, cycle_length, block_length, num_parallel_calls, deterministic, name
         )
 
     # -- element transformations
@@ -948,81 +1759,8 @@ class TFRecordDataset:
             )
         from ._schema import validate_features
 
-        return self._derive(_Parse(validate_features(features)))
-
-    def map(
-        self,
-        map_func: Callable[[Any], Any],
-        num_parallel_calls: Optional[int] = None,
-        deterministic: Optional[bool] = None,
-    ) -> TFRecordDataset:
-        """Apply ``map_func`` to each element.
-
-        ``num_parallel_calls=N`` (or :data:`AUTOTUNE`) runs it on N threads, keeping the
-        order (helps when ``map_func`` releases the GIL: NumPy, image decoding, I/O).
-        ``deterministic`` is accepted for tf.data compatibility; order is always kept.
-        """
-        if not callable(map_func):
-            raise TypeError("map_func must be callable")
-        return self._derive(_Map(map_func, _threads("num_parallel_calls", num_parallel_calls)))
-
-    def filter(self, predicate: Callable[[Any], Any]) -> TFRecordDataset:
-        """Keep the elements for which ``predicate(element)`` is true."""
-        if not callable(predicate):
-            raise TypeError("predicate must be callable")
-        return self._derive(_Filter(predicate))
-
-    def shuffle(
-        self,
-        buffer_size: int,
-        seed: Optional[int] = None,
-        reshuffle_each_iteration: bool = True,
-    ) -> TFRecordDataset:
-        """Shuffle with a buffer of ``buffer_size`` elements, as tf.data.
-
-        Memory holds ``buffer_size`` elements, whatever the number of files or
-        records. With a ``seed`` the order is reproducible: epoch ``e`` of the same
-        pipeline always gives the same order, and a different one for each ``e``
-        unless ``reshuffle_each_iteration=False``. A buffer at least as large as the
-        data gives a uniformly random permutation.
-        """
-        size = _count("buffer_size", buffer_size, 1) if buffer_size != AUTOTUNE else 1024
-        return self._derive(_Shuffle(size, _seed_entropy(seed), bool(reshuffle_each_iteration)))
-
-    def batch(self, batch_size: int, drop_remainder: bool = False) -> TFRecordDataset:
-        """Group ``batch_size`` consecutive elements.
-
-        After :meth:`parse`: the dict of columns ``parse_example`` returns. Records
-        not yet parsed: a list of ``bytes``. After :meth:`map`: see :func:`collate`
-        (arrays are stacked, ragged ones become RaggedValue, never an error).
-        The last, smaller batch is kept unless ``drop_remainder``.
-        """
-        return self._derive(_Batch(_count("batch_size", batch_size, 1), bool(drop_remainder)))
-
-    def take(self, count: int) -> TFRecordDataset:
-        """At most ``count`` elements (``-1``: all)."""
-        return self._derive(_Take(_count("count", count, -1)))
-
-    def skip(self, count: int) -> TFRecordDataset:
-        """Drop the first ``count`` elements (``-1``: all)."""
-        return self._derive(_Skip(_count("count", count, -1)))
-
-    def repeat(self, count: Optional[int] = None) -> TFRecordDataset:
-        """Repeat ``count`` times (``None`` or ``-1``: forever). Each repetition reshuffles."""
-        if count is not None and count == -1:
-            count = None
-        return self._derive(_Repeat(None if count is None else _count("count", count, 0)))
-
-    def prefetch(self, buffer_size: int = 2) -> TFRecordDataset:
-        """Prepare up to ``buffer_size`` elements ahead in a background thread.
-
-        The thread stops as soon as the loop ends, breaks, or the iterator is
-        garbage-collected; an error in the pipeline is raised in the loop.
-        """
-        size = 2 if buffer_size == AUTOTUNE else _count("buffer_size", buffer_size, 0)
-        if size == 0:
-            return self._derive()
-        return self._derive(_Prefetch(size))
+        new: TFRecordDataset = self._derive(_Parse(validate_features(features)))
+        return new
 
     def __repr__(self) -> str:
         src = self._source

@@ -1,9 +1,46 @@
 """``tfr.data``: the names TensorFlow keeps under ``tf.data``, for scripts that port by prefix.
 
-``tf.data.TFRecordDataset(files)`` becomes ``tfr.data.TFRecordDataset(files)``; both names
-are also available at the top level of :mod:`tfrecord_lite`.
+``tf.data.TFRecordDataset(files)`` becomes ``tfr.data.TFRecordDataset(files)``, and the
+TF2 guide's parallel read ports as it is::
+
+    files = tfr.data.Dataset.list_files("train-*.tfrecord")
+    ds = files.interleave(lambda f: tfr.data.TFRecordDataset(f), cycle_length=4,
+                          num_parallel_calls=tfr.data.AUTOTUNE)
+
+Elements are NumPy values (no ``.numpy()`` needed). ``tfr.data.experimental`` holds
+``AUTOTUNE``, ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY`` and ``cardinality``.
 """
 
-from ._dataset import AUTOTUNE, TFRecordDataset
+from types import SimpleNamespace
 
-__all__ = ["AUTOTUNE", "TFRecordDataset"]
+from ._dataset import (
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    TFRecordDataset,
+)
+
+
+def _cardinality(dataset: Dataset) -> int:
+    """``tf.data.experimental.cardinality(dataset)``: :meth:`Dataset.cardinality`."""
+    return dataset.cardinality()
+
+
+#: ``tf.data.experimental``: the names TF1-era and TF2 scripts still use from it.
+experimental = SimpleNamespace(
+    AUTOTUNE=AUTOTUNE,
+    INFINITE_CARDINALITY=INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY=UNKNOWN_CARDINALITY,
+    cardinality=_cardinality,
+    __all__=["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality"],
+)
+
+__all__ = [
+    "AUTOTUNE",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
+    "Dataset",
+    "TFRecordDataset",
+    "experimental",
+]
