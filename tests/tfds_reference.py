@@ -99,7 +99,7 @@ def assert_same(ours: Any, ref: Any, key: str = "", jpeg_diffs: list[int] | None
         assert isinstance(ours, RaggedValue), (key, type(ours))
         assert _ragged_list(ours) == _ragged_list(ref), key
         return
-    if isinstance(ref, tuple) and ref and ref[0] == "ragged":
+    if isinstance(ref, tuple) and len(ref) == 3 and isinstance(ref[0], str) and ref[0] == "ragged":
         assert isinstance(ours, RaggedValue), (key, type(ours))
         assert str(ours.flat_values.dtype) == str(np.dtype(ref[2])) if ref[2] != "object" else True
         assert _ragged_list(ours) == ref[1], (key, _ragged_list(ours), ref[1])

@@ -563,10 +563,17 @@ def decode_image_bytes(data: bytes, channels: int, dtype: np.dtype[Any]) -> np.n
     """
     from ._decode import _pil_image
 
+    if channels not in (0, 1, 3, 4):
+        raise ParseError(
+            f"cannot decode an image to {channels} channels: tf.image.decode_image (which TFDS "
+            "uses) accepts channels 0, 1, 3 or 4"
+        )
     pil = _pil_image()
     png = _png_info(data)
     try:
         img = pil.open(io.BytesIO(data))
+        if channels == 1 and img.format == "JPEG" and img.mode != "L":
+            img.draft("L", img.size)  # libjpeg's own colour -> gray, as TensorFlow asks for
         img.load()
     except (OSError, SyntaxError, ValueError, EOFError, pil.DecompressionBombError) as err:
         raise ParseError(f"cannot decode image: {err}") from None
@@ -601,6 +608,13 @@ def decode_image_bytes(data: bytes, channels: int, dtype: np.dtype[Any]) -> np.n
             target = "RGBA" if (mode == "PA" or "transparency" in img.info) else "RGB"
         else:
             target = "RGB"
+    if target == "L" and mode not in ("L", "LA", "1", "I", "I;16", "I;16B", "I;16L"):
+        # libpng's rgb_to_gray as TensorFlow sets it up (weights .299/.587 in 15-bit
+        # fixed point, truncated): Pillow's "L" conversion rounds differently.
+        rgb = np.asarray(img.convert("RGB"), dtype=np.uint32)
+        gray = (rgb[..., 0] * 9797 + rgb[..., 1] * 19234 + rgb[..., 2] * 3737) >> 15
+        out = gray.astype(np.uint8)[:, :, None]
+        return out.astype(np.uint16) * np.uint16(257) if dtype == np.uint16 else out
     if mode != target:
         img = img.convert(target)
     arr = np.asarray(img)

@@ -83,6 +83,8 @@ __all__ = [
     "builder",
     "builder_from_directory",
     "data_source",
+    "default_data_dir",
+    "file_instructions",
     "load",
 ]
 
