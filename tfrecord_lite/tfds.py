@@ -576,7 +576,7 @@ class Builder:
             raise ValueError(f"split {split!r} of {self.info.name} holds no examples")
         files = [fi.filename for fi in instructions]
         _check_files(files)
-        ds = TFRecordDataset(files, compression="")
+        ds: TFRecordDataset = TFRecordDataset(files, compression="")
         windows = {
             fi.filename: (fi.skip, fi.take)
             for fi in instructions
