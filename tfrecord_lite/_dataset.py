@@ -762,7 +762,8 @@ def _pad_collate(items: Sequence[Any], shapes: Any, values: Any, path: str) -> A
         pad = values
     out = np.full((len(arrays), *target), pad, dtype=dtype)
     for b, a in enumerate(arrays):
-        out[b][tuple(slice(0, s) for s in a.shape)] = a
+        index: tuple[Any, ...] = (b, *(slice(0, s) for s in a.shape))
+        out[index] = a
     return out
 
 
