@@ -91,8 +91,10 @@ $(CLUSTER_VENV)/.installed: pyproject.toml tests/cluster/requirements.txt
 	$(CLUSTER_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/cluster/requirements.txt
 	touch $@
 
+# TFRECORD_LITE_CLUSTER=1: tests/cluster is collected only here (one Ray and one Dask
+# cluster per session); test_arrow.py runs again with pandas present.
 test-cluster: $(CLUSTER_VENV)/.installed
-	$(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cluster $(PYTEST_ARGS)
+	TFRECORD_LITE_CLUSTER=1 $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cluster tests/test_arrow.py $(PYTEST_ARGS)
 
 protos: install
 	$(PY) -m pip --disable-pip-version-check -q install -r protos/requirements.txt
