@@ -1,16 +1,26 @@
 """Vectorized extraction of Example features from a whole batch of records.
 
-Records written by one writer share a layout: the same feature keys in the same
-order, each with the same kind. This module derives that layout (a *template*)
-from one record with a small wire-format walker, then walks **every record of
-the batch in lockstep** along the template with NumPy: each step (check a tag,
-read a length, take a value) is one vectorized operation over per-record
-positions, so variable-length values and varint widths cost nothing extra.
+Two extractors, both NumPy over the concatenated bytes of every record of a
+chunk, both exact: a record they cannot read with certainty is left to the
+generic protobuf path (``_parse``), so results and errors are always the
+generic path's.
 
-Records that do not follow the template (another key order or set, another
-kind, unpacked lists, unknown fields, duplicated keys, anything malformed) are
-left to the next template (up to :data:`MAX_TEMPLATES`) and finally to the
-generic protobuf path, so the result is always exactly the generic path's.
+* **Equal layout.** Records of one length whose structural bytes (tags, lengths,
+  keys) equal a template record's parse along the same path, so a 2-D view of
+  them gives whole columns at once (MNIST-like files: one writer, fixed sizes).
+* **Entry walk.** Everything else: the map entries of all records are walked in
+  lockstep *by entry index* (the n-th entry of every record at once), so key
+  order, missing keys, extra keys, list lengths and varint widths do not matter.
+  Each entry's key bytes are hashed with one vectorized pass and looked up in a
+  :class:`KeyTable` (then compared byte for byte); each feature's values are
+  gathered per kind for all entries at once (packed or unpacked numbers,
+  BytesList items), and finally per key, in record order.
+
+Records either extractor leaves to the generic path: concatenated (merged)
+Examples, a key given twice, unknown fields, a ``Feature`` with two kinds set,
+several packed chunks in one list, keys that are not ASCII and not read, kinds
+that do not match the spec (the generic path words the error), and anything
+malformed.
 
 Wire layout walked (proto3, TensorFlow's field numbers)::
 
@@ -19,8 +29,8 @@ Wire layout walked (proto3, TensorFlow's field numbers)::
     entry     { 1: key string (LEN)  2: Feature (LEN) }     tags 0x0a, 0x12
     Feature   { 1: BytesList | 2: FloatList | 3: Int64List } tags 0x0a/0x12/0x1a
     BytesList { 1: bytes, repeated }                        tag 0x0a each
-    FloatList { 1: packed fixed32 (LEN) }                   tag 0x0a, one chunk
-    Int64List { 1: packed varints (LEN) }                   tag 0x0a, one chunk
+    FloatList { 1: packed fixed32 (LEN) | fixed32 each }    tag 0x0a, or 0x0d each
+    Int64List { 1: packed varints (LEN) | varint each }     tag 0x0a, or 0x08 each
 
 Set ``TFRECORD_LITE_FASTPATH=0`` to switch this path off (debugging).
 """
@@ -34,18 +44,23 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from ._schema import DType, float32, int64, string
-from ._wire import encode_varint
 
-__all__ = ["FastColumn", "enabled", "extract", "merge_columns"]
+__all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
 
-#: Templates tried per batch before the remaining records go the generic way.
-MAX_TEMPLATES = 4
 #: Below this many records the generic path is as fast.
 MIN_BATCH = 8
+#: Zero bytes after the records: lets varint reads run past a record's end safely.
+_PAD = 16
 
 _KIND_TAG = {"bytes_list": 0x0A, "float_list": 0x12, "int64_list": 0x1A}
 _TAG_KIND = {v: k for k, v in _KIND_TAG.items()}
 _KIND_DTYPE = {"bytes_list": string, "float_list": float32, "int64_list": int64}
+
+# Kind codes of the entry walk: 0 an empty Feature(), 1 bytes, 2 float, 3 int64.
+_BYTES, _FLOAT, _INT64 = 1, 2, 3
+_CODE_OF_DTYPE = {"string": _BYTES, "float32": _FLOAT, "int64": _INT64}
+_FEATURE_TAG_CODE = np.full(256, -1, dtype=np.int8)
+_FEATURE_TAG_CODE[[0x0A, 0x12, 0x1A]] = [_BYTES, _FLOAT, _INT64]
 
 
 def enabled() -> bool:
@@ -77,9 +92,6 @@ class _GiveUp(Exception):
     """The template record has a layout this module does not handle."""
 
 
-# --------------------------------------------------------------------------- template
-
-
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     result = 0
     shift = 0
@@ -94,82 +106,50 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def _template(record: bytes) -> list[tuple[bytes, Optional[str]]]:
-    """(key, kind) of each map entry in order; kind None for an empty ``Feature()``."""
-    return [(key.encode("utf-8"), kind) for key, (kind, _) in _layout(record).regions.items()]
+# --------------------------------------------------------------------------- vector helpers
 
 
-# --------------------------------------------------------------------------- lockstep walk
-
-
-class _Walk:
-    """Per-record cursors over one concatenated buffer; records that fail drop out."""
-
-    def __init__(self, data: np.ndarray, pos: np.ndarray, end: np.ndarray) -> None:
-        self.data = data
-        self.pos = pos.copy()
-        self.end = end
-        self.ok = np.ones(len(pos), dtype=bool)
-        self._last = len(data) - 1
-
-    def _at(self, pos: np.ndarray) -> np.ndarray:
-        return self.data.take(pos, mode="clip")
-
-    def expect(self, token: bytes, limit: np.ndarray) -> None:
-        """Every record has ``token`` at its cursor (within ``limit``); advance past it."""
-        n = len(token)
-        self.ok &= self.pos + n <= limit
-        if n == 1:
-            self.ok &= self._at(self.pos) == token[0]
-        else:
-            window = self.data.take(self.pos[:, None] + np.arange(n), mode="clip")
-            self.ok &= (window == np.frombuffer(token, dtype=np.uint8)).all(axis=1)
-        self.pos += n
-
-    def varint(self, limit: np.ndarray) -> np.ndarray:
-        """Read one varint at every cursor (a length or a value) as uint64; advance."""
-        first = self._at(self.pos)
-        self.ok &= self.pos < limit
-        if first.max(initial=0) < 0x80:
-            self.pos += 1
-            return first.astype(np.uint64)
-        value = np.zeros(len(first), dtype=np.uint64)
-        live = np.ones(len(first), dtype=bool)
-        width = np.zeros(len(first), dtype=np.int64)
-        for k in range(10):
-            b = self._at(self.pos + k)
-            value |= np.where(live, (b & 0x7F).astype(np.uint64) << np.uint64(7 * k), 0).astype(
-                np.uint64
-            )
-            width += live
-            live &= b >= 0x80
-            if not live.any():
-                break
-        self.ok &= ~live  # longer than 10 bytes
-        self.ok &= self.pos + width <= limit
-        self.pos += width
-        return value
-
-    def length(self, limit: np.ndarray) -> np.ndarray:
-        """Read a length prefix and return the end of the region it announces."""
-        n = self.varint(limit).astype(np.int64)  # a length over 2**63 turns negative
-        end = self.pos + n
-        self.ok &= (n >= 0) & (end <= limit)
-        return end
-
-    def at_end(self, end: np.ndarray) -> None:
-        self.ok &= self.pos == end
+def _ranges(start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The indices ``start[i] .. start[i]+length[i]`` of every i, concatenated."""
+    total = int(length.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(len(length) + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    return np.arange(total, dtype=np.int64) + np.repeat(start - offsets[:-1], length)
 
 
 def _gather_regions(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Concatenate ``data[start[i]:start[i]+length[i]]`` for every i, vectorized."""
-    total = int(length.sum())
-    if total == 0:
-        return np.zeros(0, dtype=data.dtype)
-    offsets = np.zeros(len(length) + 1, dtype=np.int64)
-    np.cumsum(length, out=offsets[1:])
-    idx = np.arange(total, dtype=np.int64) + np.repeat(start - offsets[:-1], length)
-    return data[idx]
+    if len(length) == 1:
+        s = int(start[0])
+        out: np.ndarray = data[s : s + int(length[0])]
+        return out
+    out = data[_ranges(start, length)]
+    return out
+
+
+def _varints(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The varint at each position: (value as int64, width in bytes; 11 if over 10).
+
+    Reads may run up to 10 bytes past a position (the buffer is padded); a value
+    of 2**63 or more comes back negative, which callers reject as a length.
+    """
+    b = data[pos]
+    width = np.ones(len(pos), dtype=np.int64)
+    if not len(b) or int(b.max()) < 0x80:
+        return b.astype(np.int64), width
+    value = (b & 0x7F).astype(np.uint64)
+    live = np.flatnonzero(b >= 0x80)
+    for k in range(1, 10):
+        bk = data[pos[live] + k]
+        value[live] |= (bk & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        width[live] += 1
+        live = live[bk >= 0x80]
+        if not len(live):
+            break
+    width[live] = 11
+    return value.view(np.int64), width
 
 
 def _decode_packed_varints(
@@ -195,7 +175,7 @@ def _decode_packed_varints(
     widths = ends - starts + 1
     if (widths > 10).any():
         return None
-    if (widths == 1).all():
+    if len(ends) == len(raw):
         values = raw.astype(np.int64)
     else:
         k = np.arange(len(raw), dtype=np.int64) - np.repeat(starts, widths)
@@ -232,151 +212,511 @@ def _packed_varints_ok(raw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return ok
 
 
-def _run_template(
-    data: np.ndarray,
-    buf: bytes,
-    start: np.ndarray,
-    end: np.ndarray,
-    entries: list[tuple[bytes, Optional[str]]],
-    needed: Mapping[str, DType],
-) -> tuple[np.ndarray, dict[str, FastColumn]]:
-    """Walk records ``start..end`` along ``entries``; return (matched mask, columns)."""
-    n = len(start)
-    w = _Walk(data, start, end)
-    raw_cols: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
-    if entries:
-        w.expect(b"\x0a", end)
-        fend = w.length(end)
-        w.ok &= fend == end  # nothing after the Features field
-    else:
-        w.at_end(end)
-        fend = end
-    for key, kind in entries:
-        w.expect(b"\x0a", fend)
-        eend = w.length(fend)
-        w.expect(b"\x0a" + encode_varint(len(key)) + key + b"\x12", eend)
-        vend = w.length(eend)
-        w.ok &= vend == eend  # the entry holds only key and value
-        if kind is None:
-            w.at_end(vend)
-            continue
-        w.expect(bytes([_KIND_TAG[kind]]), vend)
-        lend = w.length(vend)
-        w.ok &= lend == vend  # the Feature holds only its one list
-        name = key.decode("utf-8")
-        if kind == "bytes_list":
-            raw_cols[name] = (kind, *_bytes_items(w, lend))
-        else:
-            raw_cols[name] = (kind, *_packed_chunk(w, lend))
-        w.at_end(lend)
-    if entries:
-        w.at_end(fend)
-    for kind, a, b in raw_cols.values():
-        if kind == "int64_list":
-            w.ok &= _packed_varints_ok(_gather_regions(data, a, b), b)
-        elif kind == "float_list":
-            w.ok &= b % 4 == 0
-    ok = w.ok
-    cols: dict[str, FastColumn] = {}
-    m = int(ok.sum())
-    for name, dtype in needed.items():
-        if name not in raw_cols:
-            empty = np.zeros(0, dtype=object if dtype is string else dtype.np_dtype)
-            cols[name] = FastColumn(np.zeros(m, bool), np.zeros(m, np.int64), empty)
-            continue
-        kind, a, b = raw_cols[name]
-        if _KIND_DTYPE[kind] is not dtype:
-            raise _GiveUp  # a dtype mismatch: the generic path reports it exactly
-        col = _values(kind, data, buf, a, b, ok)
-        if col is None:
-            ok = np.zeros(n, dtype=bool)  # malformed values: leave all to the generic path
-            return ok, {}
-        cols[name] = col
-    # Features present but not requested still had to parse (validated above).
-    return ok, cols
+# --------------------------------------------------------------------------- key lookup
+
+#: Multipliers of the key hash, one per 8-byte window (odd 64-bit constants).
+_MULT = np.array(
+    [(0x9E3779B97F4A7C15 * (2 * j + 1) + 0x632BE59BD9B4E019 * j) % 2**64 for j in range(64)],
+    dtype=np.uint64,
+) | np.uint64(1)
+_LENGTH_MULT = np.uint64(0xD6E8FEB86659FD93)
+#: MASK[k]: the low k bytes of a 64-bit word (k = 0..8).
+_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_HIGH_BITS = np.uint64(0x8080808080808080)
 
 
-def _packed_chunk(w: _Walk, lend: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A Float/Int64List holding one packed chunk or nothing: (chunk starts, lengths)."""
-    n = len(lend)
-    starts = np.zeros(n, dtype=np.int64)
-    lengths = np.zeros(n, dtype=np.int64)
-    idx = np.flatnonzero(w.ok & (w.pos < lend))
-    if len(idx):
-        limit = lend[idx]
-        sub = _Walk(w.data, w.pos[idx], limit)
-        sub.expect(b"\x0a", limit)
-        cend = sub.length(limit)
-        sub.ok &= cend == limit  # exactly one chunk
-        w.ok[idx] &= sub.ok
-        starts[idx] = sub.pos
-        lengths[idx] = np.where(sub.ok, cend - sub.pos, 0)
-        w.pos[idx] = limit
-    return starts, lengths
+def _words(data: np.ndarray) -> np.ndarray:
+    """``data`` as a little-endian uint64 at every byte offset (a strided view, no copy)."""
+    return np.ndarray(shape=(max(len(data) - 7, 0),), dtype="<u8", buffer=data, strides=(1,))
 
 
-def _bytes_items(w: _Walk, lend: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Walk a BytesList of any length per record; return (starts, lengths) record-major.
+def _key_words(words: np.ndarray, start: np.ndarray, length: np.ndarray, j: int) -> np.ndarray:
+    """Window ``j`` of each key: bytes ``8j..8j+8`` (the last 8 bytes for the last window).
 
-    Returned as a structured pair: ``a`` holds (record, item start) pairs and ``b``
-    the item lengths, already in record-major order.
+    Windows 0 .. ceil(length/8)-1 cover a key exactly (the last may overlap the one
+    before; a key under 8 bytes is masked), so equal lengths and equal windows mean
+    equal keys. Windows past a key's end are 0.
     """
-    recs: list[np.ndarray] = []
+    if j == 0:
+        w: np.ndarray = words[start]
+        short = length < 8
+        if short.any():
+            w = np.where(short, w & _MASK[np.minimum(length, 8)], w)
+        return w
+    off = np.minimum(8 * j, length - 8)
+    inside = length > 8 * j
+    w = words[start + np.where(inside, off, 0)]
+    return np.where(inside, w, np.uint64(0))
+
+
+def _short_hash(w0: np.ndarray, wl: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """A hash of a key's length, first and last 8-byte windows."""
+    h = w0 * _MULT[0]
+    h ^= wl * _MULT[1]
+    h ^= length.astype(np.uint64) * _LENGTH_MULT
+    h ^= h >> np.uint64(31)
+    h *= _MULT[2]
+    h ^= h >> np.uint64(29)
+    out: np.ndarray = h
+    return out
+
+
+def _first_last(
+    words: np.ndarray, start: np.ndarray, length: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's first and last 8-byte windows (equal, and masked, under 8 bytes)."""
+    w0 = _key_words(words, start, length, 0)
+    last = np.maximum(length - 8, 0)
+    wl = words[start + last]
+    short = length < 8
+    if short.any():
+        wl = np.where(short, w0, wl)
+    return w0, wl
+
+
+class KeyTable:
+    """The feature keys one parse reads, compiled once for vectorized lookups.
+
+    ``names``/``dtypes``: the keys in order (a key's *slot* is its position). A key
+    in a record is read as 8-byte windows; its length and first and last windows
+    pick a slot through a small collision-free hash table, then every window is
+    compared with the slot's key (which compares every byte).
+    """
+
+    def __init__(self, needed: Mapping[str, DType]) -> None:
+        self.names = list(needed)
+        self.dtypes = [needed[k] for k in self.names]
+        self.codes = np.array([_CODE_OF_DTYPE[d.name] for d in self.dtypes], dtype=np.int8)
+        encoded = [k.encode("utf-8") for k in self.names]
+        n = len(encoded)
+        self.lengths = np.array([len(k) for k in encoded], dtype=np.int64)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(encoded) + bytes(_PAD), dtype=np.uint8)
+        words = _words(data)
+        self.windows = max(1, -(-int(self.lengths.max(initial=0)) // 8))
+        self.words = np.zeros((n, self.windows), dtype=np.uint64)
+        for j in range(self.windows):
+            self.words[:, j] = _key_words(words, offsets[:-1], self.lengths, j)
+        self.first, self.last = _first_last(words, offsets[:-1], self.lengths)
+        hashes = _short_hash(self.first, self.last, self.lengths)
+        # A bucket per hash value: find a table size and shift with no two keys in a bucket.
+        self.usable = False
+        self.shift = np.uint64(0)
+        self.mask = np.uint64(0)
+        self.buckets = np.full(1, -1, dtype=np.int64)
+        size = 8
+        while size <= 1 << 16 and not self.usable:
+            while size < 2 * n:
+                size *= 2
+            for shift in range(0, 64 - size.bit_length() + 2):
+                b = (hashes >> np.uint64(shift)) & np.uint64(size - 1)
+                if len(np.unique(b)) == n:
+                    self.shift, self.mask = np.uint64(shift), np.uint64(size - 1)
+                    self.buckets = np.full(size, -1, dtype=np.int64)
+                    self.buckets[b.astype(np.int64)] = np.arange(n)
+                    self.usable = True
+                    break
+            size *= 2
+
+    def lookup(
+        self, data: np.ndarray, start: np.ndarray, length: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Slots of the keys ``data[start:start+length]`` (-1: not a key read).
+
+        Also returns, per key, whether it is safe to leave unread: a key that
+        matches no slot must be valid UTF-8 (protobuf checks string keys); this
+        accepts ASCII only and lets the caller send other records the generic way.
+        """
+        m = len(length)
+        safe = np.ones(m, dtype=bool)
+        if not m or not len(self.names):
+            slots = np.full(m, -1, dtype=np.int64)
+        else:
+            words = _words(data)
+            w0, wl = _first_last(words, start, length)
+            h = _short_hash(w0, wl, length)
+            cand = self.buckets[((h >> self.shift) & self.mask).astype(np.int64)]
+            c = np.maximum(cand, 0)
+            hit = (cand >= 0) & (self.lengths[c] == length)
+            hit &= (self.first[c] == w0) & (self.last[c] == wl)
+            if self.windows > 2:
+                # Keys over 16 bytes: compare the windows between the first and last.
+                long_ = np.flatnonzero(hit & (length > 16))
+                for j in range(1, self.windows - 1):
+                    mid = long_[length[long_] > 8 * (j + 1)]
+                    same = _key_words(words, start[mid], length[mid], j) == self.words[c[mid], j]
+                    hit[mid[~same]] = False
+            slots = np.where(hit, cand, -1)
+        unknown = np.flatnonzero(slots < 0)
+        if len(unknown):
+            # Unread keys must be ASCII here: check every window of theirs.
+            words = _words(data)
+            us, ul = start[unknown], length[unknown]
+            high = np.zeros(len(unknown), dtype=bool)
+            for j in range(max(1, -(-int(ul.max()) // 8))):
+                high |= (_key_words(words, us, ul, j) & _HIGH_BITS) != 0
+            safe[unknown[high]] = False
+        return slots, safe
+
+
+# --------------------------------------------------------------------------- entry walk
+
+
+def _reject(ok: np.ndarray, rec: np.ndarray, good: np.ndarray) -> None:
+    """Mark the records of the entries that are not ``good`` as not handled."""
+    if not good.all():
+        ok[rec[~good]] = False
+
+
+def _length_field(
+    data: np.ndarray, pos: np.ndarray, limit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A length prefix at ``pos``: (payload start, payload end, fits within ``limit``)."""
+    n, w = _varints(data, pos)
+    start = pos + w
+    fits = (w <= 10) & (n >= 0) & (n <= limit - start)
+    return start, start + np.where(fits, n, 0), fits
+
+
+def _owner_major(
+    n: int, owners: list[np.ndarray], *columns: list[np.ndarray]
+) -> tuple[np.ndarray, ...]:
+    """Put items found step by step (``owners[k]``: owners of the k-th items) owner-major.
+
+    Within one owner, items keep their step order. No sort: each item's place is
+    its owner's first place plus its step.
+    """
+    owner = np.concatenate(owners)
+    if len(owners) == 1:
+        return (owner, *(c[0] for c in columns))
+    counts = np.bincount(owner, minlength=n)
+    first = np.zeros(n, dtype=np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    steps = np.concatenate([np.full(len(o), k, dtype=np.int64) for k, o in enumerate(owners)])
+    dest = first[owner] + steps
+    out = [np.empty_like(owner)]
+    out[0][dest] = owner
+    for c in columns:
+        flat = np.concatenate(c)
+        placed = np.empty_like(flat)
+        placed[dest] = flat
+        out.append(placed)
+    return tuple(out)
+
+
+def _bytes_items(
+    data: np.ndarray, ls: np.ndarray, le: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Walk BytesLists in lockstep: (items per list, item starts, item lengths, list ok).
+
+    Items come list-major, in order.
+    """
+    m = len(ls)
+    good_list = np.ones(m, dtype=bool)
+    owners: list[np.ndarray] = []
     starts: list[np.ndarray] = []
     lens: list[np.ndarray] = []
-    steps: list[np.ndarray] = []
-    step = 0
-    while True:
-        active = w.ok & (w.pos < lend)
-        if not active.any():
-            break
-        idx = np.flatnonzero(active)
-        sub = _Walk(w.data, w.pos[idx], lend[idx])
-        sub.expect(b"\x0a", lend[idx])
-        item_end = sub.length(lend[idx])
-        w.ok[idx] &= sub.ok
-        good = sub.ok
-        recs.append(idx[good])
-        starts.append(sub.pos[good])
-        lens.append((item_end - sub.pos)[good])
-        steps.append(np.full(int(good.sum()), step, dtype=np.int64))
-        new_pos = np.where(sub.ok, item_end, lend[idx])
-        w.pos[idx] = new_pos
-        step += 1
-    if not recs:
-        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    r = np.concatenate(recs)
-    s = np.concatenate(starts)
-    ln = np.concatenate(lens)
-    order = np.lexsort((np.concatenate(steps), r))
-    return np.stack([r[order], s[order]], axis=1), ln[order]
+    act = np.flatnonzero(ls < le)
+    cur = ls[act]
+    lim = le[act]
+    while len(act):
+        tag_ok = data[cur] == 0x0A
+        s, e, fits = _length_field(data, cur + 1, lim)
+        good = tag_ok & fits
+        if not good.all():
+            good_list[act[~good]] = False
+        owners.append(act[good])
+        starts.append(s[good])
+        lens.append((e - s)[good])
+        more = good & (e < lim)
+        act, cur, lim = act[more], e[more], lim[more]
+    if not owners:
+        z = np.zeros(0, dtype=np.int64)
+        return np.zeros(m, dtype=np.int64), z, z, good_list
+    owner, start, length = _owner_major(m, owners, starts, lens)
+    return np.bincount(owner, minlength=m).astype(np.int64), start, length, good_list
 
 
-def _values(
-    kind: str, data: np.ndarray, buf: bytes, a: np.ndarray, b: np.ndarray, ok: np.ndarray
-) -> Optional[FastColumn]:
-    n = len(ok)
-    present = np.ones(n, dtype=bool)[ok]
-    if kind == "bytes_list":
-        rec, starts = a[:, 0], a[:, 1]
-        keep = ok[rec]
-        rec, starts, lens = rec[keep], starts[keep], b[keep]
-        counts_all = np.bincount(rec, minlength=n)
-        values = np.empty(len(starts), dtype=object)
-        values[:] = [buf[s : s + ln] for s, ln in zip(starts.tolist(), lens.tolist())]
-        return FastColumn(present, counts_all[ok].astype(np.int64), values)
-    start, length = a[ok], b[ok]
-    raw = _gather_regions(data, start, length)
-    if kind == "float_list":
-        if (length % 4).any():
-            return None
-        values = raw.view("<f4").astype(np.float32, copy=False)
-        return FastColumn(present, length // 4, values)
-    decoded = _decode_packed_varints(raw, length)
-    if decoded is None:
-        return None
+def _float_values(
+    data: np.ndarray, ls: np.ndarray, le: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FloatLists: (values per list, all values, list ok). Packed (one chunk) or unpacked."""
+    m = len(ls)
+    size = le - ls
+    first = data[ls]
+    counts = np.zeros(m, dtype=np.int64)
+    good = size == 0
+    packed = (first == 0x0A) & ~good
+    unpacked = (first == 0x0D) & ~good
+    ps, pe, fits = _length_field(data, ls + 1, le)
+    packed_ok = packed & fits & (pe == le) & ((pe - ps) % 4 == 0)
+    counts[packed_ok] = (pe - ps)[packed_ok] // 4
+    good |= packed_ok
+    if not unpacked.any():
+        raw = _gather_regions(data, ps[packed_ok], (pe - ps)[packed_ok])
+        return counts, raw.view("<f4").astype(np.float32), good
+    unpacked &= size % 5 == 0
+    idx = np.flatnonzero(unpacked)
+    raw = _gather_regions(data, ls[idx], size[idx]).reshape(-1, 5)
+    tag_bad = raw[:, 0] != 0x0D
+    item_owner = np.repeat(idx, size[idx] // 5)
+    unpacked[item_owner[tag_bad]] = False
+    counts[unpacked] = size[unpacked] // 5
+    good |= unpacked
+    # Interleave both kinds of lists in list order.
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    values = np.empty(int(offsets[-1]), dtype=np.float32)
+    values[_ranges(offsets[:-1][packed_ok], counts[packed_ok])] = _gather_regions(
+        data, ps[packed_ok], (pe - ps)[packed_ok]
+    ).view("<f4")
+    keep = unpacked[item_owner]
+    values[_ranges(offsets[:-1][unpacked], counts[unpacked])] = (
+        np.ascontiguousarray(raw[keep, 1:]).reshape(-1).view("<f4")
+    )
+    return counts, values, good
+
+
+def _int64_values(
+    data: np.ndarray, ls: np.ndarray, le: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Int64Lists: (values per list, all values, list ok). Packed (one chunk) or unpacked."""
+    m = len(ls)
+    size = le - ls
+    first = data[ls]
+    empty = size == 0
+    packed = (first == 0x0A) & ~empty
+    unpacked = (first == 0x08) & ~empty
+    ps, pe, fits = _length_field(data, ls + 1, le)
+    packed &= fits & (pe == le)
+    # Unpacked lists are varints too (tag 0x08, value, tag, value, ...): decode both alike.
+    rs = np.where(unpacked, ls, ps)
+    rlen = np.where(packed | unpacked, np.where(unpacked, size, pe - ps), 0)
+    good = empty | packed | unpacked
+    raw = _gather_regions(data, rs, rlen)
+    region_ok = _packed_varints_ok(raw, rlen)
+    if not region_ok.all():
+        good &= region_ok
+        rlen = np.where(good, rlen, 0)
+        raw = _gather_regions(data, rs, rlen)
+    decoded = _decode_packed_varints(raw, rlen)
+    assert decoded is not None  # every region was checked
     values, counts = decoded
-    return FastColumn(present, counts, values)
+    if unpacked.any():
+        owner = np.repeat(np.arange(m, dtype=np.int64), counts)
+        offsets = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        within = np.arange(len(values), dtype=np.int64) - offsets[:-1][owner]
+        is_tag = unpacked[owner] & (within % 2 == 0)
+        bad = unpacked & (counts % 2 == 1)
+        bad[owner[is_tag & (values != 0x08)]] = True
+        good &= ~bad
+        values = values[~is_tag]
+        counts = np.where(unpacked, counts // 2, counts)
+    return counts, values, good
+
+
+def _walk_features(
+    data: np.ndarray, fs: np.ndarray, fe: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Walk the map entries of Features regions ``fs..fe`` in lockstep by entry index.
+
+    Returns (owner, start, end) of every entry body, owner-major and in order;
+    owners whose entries are malformed are marked in ``ok``.
+    """
+    owners: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    act = np.flatnonzero(ok & (fs < fe))
+    cur = fs[act]
+    lim = fe[act]
+    while len(act):
+        tag_ok = data[cur] == 0x0A
+        s, e, fits = _length_field(data, cur + 1, lim)
+        good = tag_ok & fits
+        if not good.all():
+            ok[act[~good]] = False
+        owners.append(act[good])
+        starts.append(s[good])
+        ends.append(e[good])
+        more = good & (e < lim)
+        act, cur, lim = act[more], e[more], lim[more]
+    if not owners:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    owner, start, end = _owner_major(len(fs), owners, starts, ends)
+    return owner, start, end
+
+
+class _Entries(NamedTuple):
+    """The map entries of a chunk, record-major: owner, key slot, kind code, list region."""
+
+    owner: np.ndarray
+    slot: np.ndarray
+    code: np.ndarray
+    ls: np.ndarray
+    le: np.ndarray
+
+
+def _entries(
+    data: np.ndarray,
+    owner: np.ndarray,
+    es: np.ndarray,
+    ee: np.ndarray,
+    table: KeyTable,
+    ok: np.ndarray,
+) -> _Entries:
+    """Read each entry's key (looked up in ``table``) and its Feature's kind and list region."""
+    tag_ok = (es < ee) & (data[es] == 0x0A)
+    ks, ke, fits = _length_field(data, es + 1, ee)
+    good = tag_ok & fits & (ke < ee)
+    ke = np.where(good, ke, es)
+    good &= data[ke] == 0x12
+    vs, ve, fits = _length_field(data, ke + 1, ee)
+    good &= fits & (ve == ee)
+    # The Feature: empty (no kind), or exactly one list field spanning it.
+    nonempty = vs < ee
+    code = np.where(nonempty, _FEATURE_TAG_CODE[data[vs]], 0).astype(np.int8)
+    ls, le, fits = _length_field(data, vs + 1, ee)
+    good &= ~nonempty | ((code > 0) & fits & (le == ee))
+    _reject(ok, owner, good)
+    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0))
+    _reject(ok, owner, safe)
+    known = slots >= 0
+    if known.any():
+        # A key read twice in one record (merged Examples): the generic path.
+        ns = len(table.names)
+        times = np.bincount(owner[known] * ns + slots[known], minlength=len(ok) * ns)
+        if times.max() > 1:
+            ok[np.flatnonzero(times > 1) // ns] = False
+        # A kind other than the spec's: the generic path words the error.
+        wrong = known & (code != 0) & (code != table.codes[np.maximum(slots, 0)])
+        if wrong.any():
+            ok[owner[wrong]] = False
+    return _Entries(owner, slots, code, ls, np.where(good & nonempty, le, ls))
+
+
+def _walk_examples(
+    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Features region of each Example record (one field spanning it, or nothing)."""
+    fs = starts.copy()
+    idx = np.flatnonzero(ends > starts)
+    if len(idx):
+        s = starts[idx]
+        e = ends[idx]
+        ps, pe, fits = _length_field(data, s + 1, e)
+        good = (data[s] == 0x0A) & fits & (pe == e)
+        ok[idx[~good]] = False
+        fs[idx] = ps
+    return fs, ends
+
+
+def _columns(
+    buf: bytes,
+    data: np.ndarray,
+    ent: _Entries,
+    ok: np.ndarray,
+    table: KeyTable,
+    needed: Mapping[str, DType],
+) -> dict[str, FastColumn]:
+    """Values of every entry (validated, read or not), then one column per needed key."""
+    per_code: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, Any]] = {}
+    for code in (_BYTES, _FLOAT, _INT64):
+        idx = np.flatnonzero(ent.code == code)
+        if code == _BYTES:
+            counts, istart, ilen, good = _bytes_items(data, ent.ls[idx], ent.le[idx])
+            extra: Any = (istart, ilen)
+        elif code == _FLOAT:
+            counts, extra, good = _float_values(data, ent.ls[idx], ent.le[idx])
+        else:
+            counts, extra, good = _int64_values(data, ent.ls[idx], ent.le[idx])
+        _reject(ok, ent.owner[idx], good)
+        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        per_code[code] = (idx, counts, offsets, extra)
+    m = int(ok.sum())
+    pos_of = np.cumsum(ok) - 1
+    local = np.zeros(len(ent.owner), dtype=np.int64)  # entry -> position among its kind
+    for idx, *_ in per_code.values():
+        local[idx] = np.arange(len(idx), dtype=np.int64)
+    # The entries of handled records with a kind, grouped by slot (in record order).
+    sel = np.flatnonzero(ok[ent.owner] & (ent.slot >= 0) & (ent.code != 0))
+    slot_of = ent.slot[sel]
+    sel = sel[np.argsort(slot_of.astype(np.int16), kind="stable")]
+    bounds = np.zeros(len(table.names) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot_of, minlength=len(table.names)), out=bounds[1:])
+    cols: dict[str, FastColumn] = {}
+    for slot, name in enumerate(table.names):
+        mine = sel[bounds[slot] : bounds[slot + 1]]
+        rows = pos_of[ent.owner[mine]]
+        present = np.zeros(m, dtype=bool)
+        present[rows] = True
+        _, kcounts, koffsets, extra = per_code[int(table.codes[slot])]
+        j = local[mine]
+        counts = np.zeros(m, dtype=np.int64)
+        counts[rows] = kcounts[j]
+        items = _ranges(koffsets[j], kcounts[j])
+        if table.codes[slot] == _BYTES:
+            istart, ilen = extra
+            values = _bytes_objects(buf, data, istart[items], ilen[items])
+        else:
+            values = extra[items]
+        cols[name] = FastColumn(present, counts, values)
+    return cols
+
+
+def _bytes_objects(
+    buf: bytes, data: np.ndarray, start: np.ndarray, length: np.ndarray
+) -> np.ndarray:
+    """``buf[start[i]:start[i]+length[i]]`` for every i, as an object array of bytes.
+
+    Short values of a few distinct lengths are cut out a whole length at a time
+    (a 2-D gather viewed as fixed-size byte strings); others one by one.
+    """
+    n = len(start)
+    out = np.empty(n, dtype=object)
+    if not n:
+        return out
+    top = int(length.max())
+    if top <= 64:
+        seen = np.bincount(length, minlength=top + 1)
+        distinct = np.flatnonzero(seen)
+        if len(distinct) <= 8:
+            if len(distinct) == 1:
+                groups = [np.arange(n, dtype=np.int64)]
+            else:
+                order = np.argsort(length, kind="stable")
+                groups = np.split(order, np.cumsum(seen[distinct])[:-1])
+            for size, idx in zip(distinct.tolist(), groups):
+                if size == 0:
+                    out[idx] = b""
+                    continue
+                block = data[start[idx][:, None] + np.arange(size)]
+                part = np.empty(len(idx), dtype=object)
+                part[:] = block.view(np.dtype((np.void, size))).ravel().tolist()
+                out[idx] = part
+            return out
+    ends = start + length
+    out[:] = [buf[s:e] for s, e in zip(start.tolist(), ends.tolist())]
+    return out
+
+
+def _walk(
+    buf: bytes,
+    data: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    table: KeyTable,
+    needed: Mapping[str, DType],
+) -> tuple[np.ndarray, dict[str, FastColumn]]:
+    """The entry walk over records ``starts..ends``: (handled mask, columns of those)."""
+    ok = np.ones(len(starts), dtype=bool)
+    fs, fe = _walk_examples(data, starts, ends, ok)
+    owner, es, ee = _walk_features(data, fs, fe, ok)
+    ent = _entries(data, owner, es, ee, table, ok)
+    return ok, _columns(buf, data, ent, ok, table, needed)
 
 
 # --------------------------------------------------------------------------- equal-length layout
@@ -538,21 +878,20 @@ def _layout_group(
 
 
 def extract(
-    records: Sequence[bytes], needed: Mapping[str, DType]
+    records: Sequence[bytes], needed: Mapping[str, DType], table: Optional[KeyTable] = None
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
-    """Extract ``needed`` keys from as many records as templates can handle.
+    """Extract ``needed`` keys from every record the vectorized paths can read.
 
     Returns ``(handled, columns)``: ``handled`` is a bool mask over the records and
     each column covers the handled records, in order. ``None`` when nothing was
-    handled (the caller then runs the generic path on everything).
+    handled (the caller then runs the generic path on everything). ``table``: the
+    compiled :class:`KeyTable` of ``needed`` (a parse plan keeps one), else built here.
     """
     n = len(records)
     if n < MIN_BATCH or not enabled():
         return None
-    buf = b"".join(records)
+    buf = b"".join([*records, bytes(_PAD)])
     data = np.frombuffer(buf, dtype=np.uint8)
-    if len(data) == 0:
-        return None
     lengths = np.fromiter(map(len, records), dtype=np.int64, count=n)
     ends = np.cumsum(lengths)
     starts = ends - lengths
@@ -561,7 +900,7 @@ def extract(
     # 1. Records of the first record's length that share its layout: whole columns
     #    at once from a 2-D view.
     group = np.flatnonzero(lengths == lengths[0])
-    if len(group) * 2 >= n:
+    if lengths[0] and len(group) * 2 >= n:
         try:
             found = _layout_group(records, data, starts, lengths, group, needed)
         except _GiveUp:
@@ -569,29 +908,20 @@ def extract(
         if found is not None and len(found[0]):
             handled[found[0]] = True
             parts.append(found)
-    # 2. The rest: lockstep walks along up to MAX_TEMPLATES templates. A record that
-    #    cannot serve as a template (or does not fit its own) is left to the generic
-    #    path and the next one is tried.
-    remaining = np.flatnonzero(~handled)
-    for _ in range(2 * MAX_TEMPLATES):
-        if len(remaining) == 0 or len(parts) > MAX_TEMPLATES:
-            break
-        first = int(remaining[0])
-        try:
-            entries = _template(records[first])
-            ok, cols = _run_template(data, buf, starts[remaining], ends[remaining], entries, needed)
-        except _GiveUp:
-            ok = np.zeros(len(remaining), dtype=bool)
-        if not ok[0]:
-            remaining = remaining[1:]
-            continue
-        idx = remaining[ok]
-        handled[idx] = True
-        parts.append((idx, cols))
-        remaining = remaining[~ok]
+    # 2. The rest: the entry walk, whatever their layouts.
+    rest = np.flatnonzero(~handled)
+    if table is None:
+        table = KeyTable(needed)
+    if len(rest) and table.usable:
+        ok, cols = _walk(buf, data, starts[rest], ends[rest], table, needed)
+        if ok.any():
+            handled[rest[ok]] = True
+            parts.append((rest[ok], cols))
     if not parts:
         return None
-    parts.sort(key=lambda part: int(part[0][0]) if len(part[0]) else n)
+    if len(parts) == 1:
+        return handled, parts[0][1]
+    parts.sort(key=lambda part: int(part[0][0]))
     return handled, _merge(parts, handled, needed)
 
 
