@@ -101,7 +101,7 @@ def _is_url(path: str) -> bool:
 
 def _fsspec() -> Any:
     try:
-        import fsspec
+        import fsspec  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         raise ImportError(
             'reading or writing URLs needs fsspec: pip install "tfrecord-lite[s3]" (or [gcs])'
@@ -213,7 +213,7 @@ def split_file(path: str, per_task: int, compression: Optional[str] = "auto") ->
     ]
 
 
-class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc,valid-type]
+class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
     """A :class:`ray.data.Datasource` of TFRecord files (see :func:`read_tfrecords`)."""
 
     def __init__(
@@ -253,8 +253,8 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc,valid-type]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         """The bytes of the files (None when a size is unknown, e.g. for URLs)."""
-        sizes = [p.size for p in self.pieces]
-        return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
+        sizes = [p.size for p in self.pieces if p.size is not None]
+        return sum(sizes) if len(sizes) == len(self.pieces) else None
 
     def get_name(self) -> str:
         """``ReadTFRecordLite`` in Ray's progress bars."""
@@ -391,7 +391,7 @@ def read_tfrecords(
 _SHARD_RE = r"-\d{5}-of-\d{5}"
 
 
-class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc,valid-type]
+class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
     """A :class:`ray.data.Datasink` writing TFRecord shards (see :func:`write_tfrecords`)."""
 
     def __init__(
