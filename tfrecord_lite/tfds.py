@@ -764,6 +764,9 @@ class DataSource(_Seq[Any]):
                 out[pos] = self._decode(rec)
         return out
 
+    #: Grain's name for a batched read (``SupportsBatchedReadRandomAccessDataSource``).
+    _getitems = __getitems__
+
     def __iter__(self) -> Iterator[Any]:
         for k, fi in enumerate(self._instructions):
             f = self._file(k)
