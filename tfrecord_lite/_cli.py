@@ -209,7 +209,22 @@ def _feature_rows(stats: dict[str, FeatureStats], n: int, sequence: bool) -> lis
     return _table(rows)
 
 
+def _tfds_dirs(items: Sequence[str]) -> Optional[list[str]]:
+    """The inputs if they are prepared TFDS dataset directories (see tfrecord_lite.tfds), else None."""
+    from ._tfds_cli import tfds_dirs
+
+    try:
+        return tfds_dirs(items)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_info(args: argparse.Namespace, ctx: _Ctx) -> int:
+    tfds = _tfds_dirs(args.files)
+    if tfds is not None:
+        from ._tfds_cli import info
+
+        return info(tfds, args)
     paths = _inputs(args.files)
     sample: Optional[int] = args.sample
     reports: list[dict[str, Any]] = []
@@ -1043,6 +1058,16 @@ def cmd_preview(args: argparse.Namespace, ctx: _Ctx) -> int:
 
     if args.n < 1:
         raise UsageError("-n must be at least 1")
+    tfds = _tfds_dirs(args.files)
+    if tfds is not None:
+        from ._tfds_cli import preview
+
+        try:
+            return preview(tfds, args, ctx.quiet)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    if args.image_key is None:
+        raise UsageError("--image-key is required (optional only for a TFDS dataset directory)")
     paths = _inputs(args.files)
     pil()
     names = _load_names(args, paths[0]) if args.label_key else None
@@ -1375,7 +1400,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--image-key", required=True, metavar="K", help="the feature holding images")
+    p.add_argument(
+        "--image-key",
+        metavar="K",
+        help="the feature holding images (a TFDS directory: its first Image feature)",
+    )
+    p.add_argument("--split", metavar="S", help="TFDS directory: the split (default train)")
     p.add_argument("--label-key", metavar="L", help="the feature holding labels")
     p.add_argument("-n", type=int, default=16, metavar="N", help="images to draw (default 16)")
     p.add_argument("-o", "--output", required=True, metavar="PNG", help="the picture to write")
