@@ -56,6 +56,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "dask",
             "tfds",
             "_tfds_features",
+            "_tfds_cli",
         ],
     ),
     # Nothing inside the package may import the package itself: that is an import cycle.
