@@ -501,3 +501,54 @@ def test_zlib_tensor_is_bounded() -> None:
     dyn = Tensor(shape=(None, None), dtype=np.int16, encoding="bytes")
     with pytest.raises(tfr.ParseError, match="claims"):
         dyn.decode({"shape": np.array([1 << 30, 1 << 30]), "value": b""})
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_info_on_a_tfds_directory(capsys: Any) -> None:
+    from tfrecord_lite._cli import main
+
+    assert main(["info", str(DIRS["tfl_tabular"])]) == 0
+    out = capsys.readouterr().out
+    assert "TFDS dataset: tfl_tabular 1.2.0" in out
+    assert "train       103       3" in out and "validation  10" in out
+    assert "label    ClassLabel(num_classes=2)  ()     int64    no, yes" in out
+    assert main(["info", "--json", str(DIRS["tfl_features"])]) == 0
+    report = json.loads(capsys.readouterr().out)["datasets"][0]
+    assert [s["examples"] for s in report["splits"]] == [12, 4]
+    feats = {f["feature"]: f for f in report["features"]}
+    assert feats["objects/kind"]["connector"] == "Sequence(ClassLabel(num_classes=2))"
+    assert feats["objects/kind"]["classes"] == ["small", "large"]
+    assert feats["video"]["shape"] == "(None, 8, 10, 3)" and feats["t_str"]["shape"] == "(None,)"
+
+
+def test_cli_info_reports_missing_shards(tmp_path: Path, capsys: Any) -> None:
+    from tfrecord_lite._cli import main
+
+    data = tmp_path / "ds"
+    shutil.copytree(DIRS["tfl_tabular"], data)
+    (data / "tfl_tabular-test.tfrecord-00002-of-00003").unlink()
+    assert main(["info", str(data)]) == 1
+    assert "00002-of-00003: missing shard file" in capsys.readouterr().out
+    assert main(["info", str(data), str(DIRS["tfl_tabular"] / "features.json")]) == 2
+
+
+def test_cli_preview_on_a_tfds_directory(tmp_path: Path, capsys: Any) -> None:
+    from PIL import Image
+
+    from tfrecord_lite._cli import main
+
+    out = tmp_path / "grid.png"
+    assert (
+        main(["preview", str(DIRS["tfl_digits"]), "-n", "4", "--cell", "32", "-o", str(out)]) == 0
+    )
+    assert "4 images of split 'train'" in capsys.readouterr().out
+    with Image.open(out) as img:
+        assert img.size == (2 * 32 + 3 * 2, 2 * (32 + 14) + 3 * 2)
+    video = tmp_path / "video.png"
+    args = ["preview", str(DIRS["tfl_features"]), "--image-key", "video", "--split", "test"]
+    assert main([*args, "--label-key", "label", "-o", str(video)]) == 0
+    assert "4 images of split 'test'" in capsys.readouterr().out
+    assert main(["preview", str(DIRS["tfl_tabular"]), "-o", str(tmp_path / "x.png")]) == 2
+    assert "no Image feature" in capsys.readouterr().err
