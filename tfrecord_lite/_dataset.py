@@ -1623,10 +1623,11 @@ class TFRecordDataset(Dataset):
     (``"train@16"``). ``compression_type`` (positional, or ``compression=``):
     ``"auto"``/``None`` (default: detected per file, plain files included),
     ``""`` (plain), ``"GZIP"`` or ``"ZLIB"``. ``buffer_size``: the read-ahead per
-    file in bytes, as tf.data's (default 1 MiB, divided among the files open at
-    once when interleaving); values below 64 KiB (the MNIST tutorial's
-    ``buffer_size=100``, or 0) are raised to 64 KiB, so a tiny buffer never makes
-    reading slower; -1 means the default. ``num_parallel_reads=N`` interleaves N
+    file in bytes, as tf.data's. The default reads 1 MiB blocks, shared among
+    the files open at once when interleaving (at least 64 KiB each); values up
+    to 1 MiB (the MNIST tutorial's ``buffer_size=100``, 0 for "unbuffered", -1)
+    mean that default, since smaller reads would only be slower; larger values
+    are used as given. ``num_parallel_reads=N`` interleaves N
     files record by record, as tf.data does. ``verify=False`` skips CRC checks.
     ``name`` is accepted as in tf.data.
 
@@ -1652,10 +1653,11 @@ class TFRecordDataset(Dataset):
                 raise TypeError("pass either compression= or compression_type=, not both")
             compression_type = compression
         comp = _reader_compression(compression_type)
-        if buffer_size is None or (buffer_size == -1 and not isinstance(buffer_size, bool)):
-            size: Optional[int] = None
-        else:
-            size = max(_MIN_BLOCK, _count("buffer_size", buffer_size, 0))
+        size: Optional[int] = None
+        if buffer_size is not None and not (buffer_size == -1 and type(buffer_size) is not bool):
+            size = _count("buffer_size", buffer_size, 0)
+            if size <= READ_BLOCK_SIZE:  # a smaller read-ahead would only read slower
+                size = None
         if isinstance(filenames, Dataset):
             raise TypeError(
                 "TFRecordDataset takes file names, not a Dataset: use "
