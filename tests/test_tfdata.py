@@ -249,9 +249,11 @@ def test_name_is_accepted_where_tf_data_takes_it(tmp_path):
 def test_tiny_buffer_size_is_raised_to_a_sane_read_block(tmp_path):
     """The MNIST tutorial's buffer_size=100 must not mean 100-byte reads."""
     paths = write_files(tmp_path, [3])
-    for size in (0, 1, 100, 65535):
+    default = tfr.data.TFRecordDataset(paths)._source.block_size()
+    assert default == 1 << 20
+    for size in (0, 1, 100, 65535, -1):
         ds = tfr.data.TFRecordDataset(paths, buffer_size=size)
-        assert ds._source.block_size() == 64 * 1024
+        assert ds._source.block_size() == default
         assert list(ds) == list(tfr.TFRecordDataset(paths))
     assert tfr.TFRecordDataset(paths, buffer_size=4 << 20)._source.block_size() == 4 << 20
     with pytest.raises(ValueError):
