@@ -104,7 +104,7 @@ def to_tensors(value: Any) -> Any:
 
 
 def collate(batch: Any) -> Any:
-    """A DataLoader ``collate_fn`` that keeps NumPy and never fails on ragged or ``bytes`` data.
+    """A DataLoader ``collate_fn`` that keeps NumPy, ``bytes`` and ragged rows (RaggedValue); shapes it cannot stack raise ``ValueError`` naming the key.
 
     torch's default turns NumPy arrays into tensors and raises on object arrays
     (``bytes`` features) and ragged shapes. With ``batch_size=N``, this stacks the N
