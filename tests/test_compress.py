@@ -66,7 +66,7 @@ def outcome(path: pathlib.Path, compression: str = "auto") -> tuple[list[bytes],
     return got, None
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=["auto", *BACKENDS])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv(ENV, request.param)
     return str(request.param)
@@ -99,8 +99,8 @@ def test_missing_isal_falls_back_to_zlib_silently(tmp_path: pathlib.Path) -> Non
     # A Python without isal (the import fails for real: sys.modules entry None).
     script = f"""
 import sys, warnings
-sys.modules["isal"] = None
-sys.modules["isal.isal_zlib"] = None
+for name in ("isal", "isal.isal_zlib", "zlib_ng", "zlib_ng.zlib_ng"):
+    sys.modules[name] = None
 warnings.simplefilter("error")
 import zlib, tfrecord_lite as tfr
 from tfrecord_lite import _compress
@@ -159,6 +159,35 @@ def test_options_isal_cannot_honour_use_zlib(
     monkeypatch.setenv(ENV, "isal")
     _, used = _compress.compressobj(level, 31, mem_level, strategy, flush)
     assert used == expected
+
+
+def test_auto_keeps_isal_only_when_as_small(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    rng = random.Random(12)
+    text = tfr.encode_records(records_for(12, n=400))  # repetitive: ISA-L is >10% bigger here
+    noise = rng.randbytes(3 * _compress.TRIAL_BYTES)  # incompressible: ISA-L is as small
+    for data, kept in ((text, "zlib-ng" if "zlib-ng" in BACKENDS else "zlib"), (noise, "isal")):
+        for size in (len(data), _compress.TRIAL_BYTES // 3):  # a sample, or all of a small file
+            z, name = _compress.compressobj(-1, 31, 9, 0)
+            assert name == "auto"
+            blob = z.compress(data[:size]) + z.flush()
+            assert z.backend == kept
+            assert gzip.decompress(blob) == data[:size]
+            ref = zlib.compressobj(6, zlib.DEFLATED, 31, 9, 0)
+            assert len(blob) <= _compress.SIZE_TOLERANCE * len(
+                ref.compress(data[:size]) + ref.flush()
+            )
+    # A whole file written with the defaults stays within 3% of zlib level 6.
+    records = records_for(13, n=3000)
+    path = tmp_path / "f.gz"
+    with tfr.TFRecordWriter(path, "GZIP") as w:
+        w.write_all(records)
+    ref = zlib.compressobj(6, zlib.DEFLATED, 31, 9, 0)
+    expected = ref.compress(tfr.encode_records(records)) + ref.flush()
+    assert path.stat().st_size <= _compress.SIZE_TOLERANCE * len(expected)
+    assert list(tfr.tf_record_iterator(path)) == records
 
 
 def test_level_mapping() -> None:

@@ -2,46 +2,52 @@
 
 TensorFlow compresses with zlib. The bytes a deflate stream holds are not
 unique: any encoder's output is a valid stream that every inflater (TensorFlow's
-included) reads. So the encoder is ours to choose, and it is picked once per
-writer or reader from the backends that are installed:
+included) reads. So the encoder is ours to choose:
 
 ``isal``     Intel ISA-L (the ``fast`` extra, ``pip install "tfrecord-lite[fast]"``):
-             deflate 10-40x and inflate 1.2-2.3x faster than zlib on this
-             project's benchmark data; output within 0-8% of zlib's level 6 size
-``zlib-ng``  ``pip install zlib-ng``: zlib's options exactly, deflate 2-3x faster
-             at the same level; used only when asked for by name
+             deflate 10-15x and inflate 1.2-2.3x faster than zlib here, but its
+             output is 0-35% bigger than zlib's level 6 (about equal on
+             incompressible data such as JPEGs, far bigger on repetitive tabular
+             records)
+``zlib-ng``  ``pip install zlib-ng``: zlib's options, output no bigger than zlib's at
+             the same level, deflate 1.6-2.7x and inflate 1.2-2x faster
 ``zlib``     the standard library: the exact bytes TensorFlow writes
 
-Override with the environment variable ``TFRECORD_LITE_DEFLATE_BACKEND``
-(``auto``, ``isal``, ``zlib-ng`` or ``zlib``), read each time a writer or
-reader is created; naming a backend that is not installed is an ``ImportError``
-with the line that installs it. ``zlib`` gives the bytes ``tf.io.TFRecordWriter``
-writes, byte for byte.
+``TFRECORD_LITE_DEFLATE_BACKEND`` (read each time a writer or reader is created)
+chooses: ``auto`` (default), ``isal``, ``zlib-ng`` or ``zlib``. Naming a backend
+that is not installed is an ``ImportError`` with the line that installs it.
+``zlib`` gives the bytes ``tf.io.TFRecordWriter`` writes, byte for byte.
+
+``auto`` keeps files as small as TensorFlow's: each writer compresses its first
+:data:`TRIAL_BYTES` with ISA-L and with zlib (zlib-ng when installed) and keeps
+ISA-L only when its output is at most 3% bigger (:data:`SIZE_TOLERANCE`);
+otherwise it goes on with zlib (zlib-ng). Without ISA-L, ``auto`` is zlib-ng when
+installed, else zlib, silently.
 
 ``compression_level`` on ISA-L (which has levels 0-3, not zlib's 0-9):
 
 =========================  ======================================================
-zlib level (TF option)     what is used with the ``isal`` backend
+zlib level (TF option)     used with ISA-L
 =========================  ======================================================
--1 / None (TF's default)   ISA-L level 1 (zlib 6 is TensorFlow's default)
+-1 (TF's default = zlib 6)  ISA-L level 1
 1 - 6                      ISA-L level 1
 0 (store only)             zlib 0: ISA-L has no stored-only level
-7 - 9                      zlib at that level: asked for the smallest output
+7 - 9                      zlib (zlib-ng) at that level: asked for the smallest output
 =========================  ======================================================
 
-ISA-L level 1 is the fastest of its levels and on this project's data its output
-is as small as its level 2 and smaller than its level 3 (measured: see
-``benchmarks/RESULTS.md``). A writer whose options ISA-L cannot honour uses
+ISA-L level 1 is its fastest level, and on the benchmark data its output is
+within 2% of its levels 2 and 3. A writer whose options ISA-L cannot honour uses
 zlib: ``mem_level`` other than TensorFlow's 9, a ``compression_strategy`` other
-than 0, or ``flush_mode=Z_PARTIAL_FLUSH``. Window bits 9-15 (and the gzip
-forms) are honoured by every backend.
+than 0, or ``flush_mode=Z_PARTIAL_FLUSH``. Window bits 9-15 (and the gzip forms)
+are honoured by every backend. Whatever encodes the data, the file starts with
+the header zlib writes for the same options.
 
 Reading: ISA-L's inflater cannot be copied, and a damaged stream must still
 give back every record before the damage. So ISA-L inflates only streams that
-can be read again from a known offset (local files); when it meets damage or a
-premature end, the current gzip member is decoded again with zlib from its
+can be read again from a known offset (seekable files); when it meets damage or
+a premature end, the current gzip member is decoded again with zlib from its
 start, the bytes already handed out are dropped, and zlib's own checks and error
-messages decide. Other streams use zlib (or zlib-ng when asked for).
+messages decide. Other streams use zlib-ng (when installed) or zlib.
 Decompression is always bounded: at most :data:`INFLATE_CHUNK` output bytes per
 call, whatever the input claims.
 """
@@ -59,16 +65,20 @@ __all__ = [
     "BACKEND_ORDER",
     "ENV_VAR",
     "INFLATE_CHUNK",
+    "SIZE_TOLERANCE",
+    "TRIAL_BYTES",
     "StreamEnd",
     "available_deflate_backends",
     "compressobj",
+    "configured_backend",
     "deflate_backend",
     "inflate",
+    "inflate_backend",
     "isal_level",
 ]
 
-#: Backends ``auto`` picks from, fastest first (zlib-ng only when asked for by name).
-BACKEND_ORDER = ("isal", "zlib")
+#: Inflaters ``auto`` picks from, fastest first (zlib-ng, when installed, before zlib).
+BACKEND_ORDER = ("isal", "zlib-ng", "zlib")
 KNOWN = ("isal", "zlib-ng", "zlib")
 ENV_VAR = "TFRECORD_LITE_DEFLATE_BACKEND"
 #: At most this many decompressed bytes per inflate call (bounds memory on deflate bombs).
@@ -114,29 +124,54 @@ def available_deflate_backends() -> list[str]:
     return [name for name in KNOWN if _loads(name)]
 
 
-def deflate_backend() -> str:
-    """The backend in use now: ``TFRECORD_LITE_DEFLATE_BACKEND``, else the fastest installed.
+def configured_backend() -> str:
+    """``TFRECORD_LITE_DEFLATE_BACKEND`` checked: ``auto`` (unset) or an installed backend.
 
-    A backend named in the environment but not installed raises ``ImportError``.
+    A backend named there but not installed raises ``ImportError``; an unknown
+    name ``ValueError``.
     """
     forced = os.environ.get(ENV_VAR, "").strip().lower()
-    if forced and forced != "auto":
-        if forced not in KNOWN:
-            raise ValueError(
-                f"{ENV_VAR}={forced!r} is not a deflate backend; expected auto or one of "
-                f"{', '.join(KNOWN)}"
-            )
-        try:
-            _module(forced)
-        except ImportError:
-            raise ImportError(
-                f"{ENV_VAR}={forced} but {forced} is not installed: {_INSTALL[forced]}"
-            ) from None
-        return forced
-    for name in BACKEND_ORDER:
-        if _loads(name):
-            return name
-    return "zlib"  # pragma: no cover - zlib always loads
+    if not forced or forced == "auto":
+        return "auto"
+    if forced not in KNOWN:
+        raise ValueError(
+            f"{ENV_VAR}={forced!r} is not a deflate backend; expected auto or one of "
+            f"{', '.join(KNOWN)}"
+        )
+    try:
+        _module(forced)
+    except ImportError:
+        raise ImportError(
+            f"{ENV_VAR}={forced} but {forced} is not installed: {_INSTALL[forced]}"
+        ) from None
+    return forced
+
+
+def _exact() -> str:
+    """The encoder ``auto`` uses where ISA-L is not good enough: zlib-ng, else zlib."""
+    return "zlib-ng" if _loads("zlib-ng") else "zlib"
+
+
+def deflate_backend() -> str:
+    """The deflate backend a writer uses now, before it sees data.
+
+    ``auto`` (the default) reports ``isal`` when installed: a writer then judges
+    ISA-L on its first :data:`TRIAL_BYTES` (see :func:`compressobj`).
+    """
+    name = configured_backend()
+    if name != "auto":
+        return name
+    return "isal" if _loads("isal") else _exact()
+
+
+def inflate_backend(restartable: bool) -> str:
+    """The inflater for a stream (``restartable``: it can be read again from an offset)."""
+    name = configured_backend()
+    if name == "auto":
+        name = "isal" if _loads("isal") else _exact()
+    if name == "isal" and not restartable:
+        name = _exact()
+    return name
 
 
 def isal_level(level: int) -> Optional[int]:
@@ -154,22 +189,96 @@ def compressobj(
     ``level``, ``wbits``, ``mem_level`` and ``strategy`` are zlib's
     (``zlib.compressobj``); ``flush_mode`` is the writer's per-record flush. The
     object has zlib's ``compress(data)`` / ``flush(mode)``.
+
+    With ``auto`` the name is ``"auto"``: the object compresses its first
+    :data:`TRIAL_BYTES` with ISA-L and with zlib (zlib-ng when installed) and keeps
+    ISA-L only if its output is at most :data:`SIZE_TOLERANCE` times zlib's; its
+    ``backend`` attribute says which one it kept.
     """
-    backend = deflate_backend()
-    if backend == "isal":
+    name = configured_backend()
+    isal_ok = (
+        isal_level(level) is not None
+        and mem_level == 9
+        and strategy == 0
+        and flush_mode != zlib.Z_PARTIAL_FLUSH
+    )
+    if name == "auto":
+        if isal_ok and _loads("isal"):
+            return _Trial(level, wbits, mem_level, strategy), "auto"
+        name = _exact()
+    if name == "isal":
+        if isal_ok:
+            return _isal_compressobj(level, wbits, mem_level, strategy), "isal"
+        name = "zlib"
+    mod = _module(name)
+    return mod.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy), name
+
+
+def _isal_compressobj(level: int, wbits: int, mem_level: int, strategy: int) -> Any:
+    mapped = isal_level(level)
+    assert mapped is not None
+    fast = _module("isal").compressobj(mapped, zlib.DEFLATED, wbits, mem_level, 0)
+    return _ZlibHeader(fast, _zlib_header(level, wbits, mem_level, strategy))
+
+
+#: Bytes an ``auto`` writer judges ISA-L on (its first input, or all of it if less).
+TRIAL_BYTES = 128 * 1024
+#: ``auto`` keeps ISA-L when its output is at most this many times zlib's.
+SIZE_TOLERANCE = 1.03
+
+
+class _Trial:
+    """A compressor that picks ISA-L or the exact encoder on its first input.
+
+    Its first :data:`TRIAL_BYTES` are compressed by the exact encoder (the stream
+    it would write) and, on the side, by ISA-L in one shot; ISA-L is kept when its
+    output is not more than :data:`SIZE_TOLERANCE` times bigger. The exact
+    encoder's work on the sample is kept when it wins, so choosing it costs one
+    ISA-L pass over the sample; choosing ISA-L costs one exact pass.
+    """
+
+    __slots__ = ("_args", "_n", "_pending", "_z", "backend")
+
+    def __init__(self, level: int, wbits: int, mem_level: int, strategy: int) -> None:
+        self._args = (level, wbits, mem_level, strategy)
+        self._pending: list[bytes] = []
+        self._n = 0
+        self._z: Any = None
+        #: ``"isal"`` or the exact encoder's name once decided; ``""`` before.
+        self.backend = ""
+
+    def _decide(self) -> bytes:
+        level, wbits, mem_level, strategy = self._args
+        sample = b"".join(self._pending)
+        self._pending = []
+        exact = _exact()
+        z = _module(exact).compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy)
+        head = z.compress(sample)
+        exact_size = len(head) + len(z.copy().flush(zlib.Z_FINISH))
         mapped = isal_level(level)
-        if (
-            mapped is not None
-            and mem_level == 9
-            and strategy == 0
-            and flush_mode != zlib.Z_PARTIAL_FLUSH
-        ):
-            mod = _module("isal")
-            fast = mod.compressobj(mapped, zlib.DEFLATED, wbits, mem_level, 0)
-            return _ZlibHeader(fast, _zlib_header(level, wbits, mem_level, strategy)), "isal"
-        backend = "zlib"
-    mod = _module(backend)
-    return mod.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy), backend
+        fast_size = len(_module("isal").compress(sample, mapped, -15)) if sample else 0
+        if fast_size <= exact_size * SIZE_TOLERANCE:
+            self._z = _isal_compressobj(level, wbits, mem_level, strategy)
+            self.backend = "isal"
+            return bytes(self._z.compress(sample))
+        self._z = z
+        self.backend = exact
+        return bytes(head)
+
+    def compress(self, data: Any) -> bytes:
+        if self._z is not None:
+            out: bytes = self._z.compress(data)
+            return out
+        self._pending.append(bytes(data))
+        self._n += len(data)
+        if self._n < TRIAL_BYTES:
+            return b""
+        return self._decide()
+
+    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
+        head = self._decide() if self._z is None else b""
+        out: bytes = self._z.flush(mode)
+        return head + out if head else out
 
 
 def _zlib_header(level: int, wbits: int, mem_level: int, strategy: int) -> bytes:
@@ -236,9 +345,7 @@ def inflate(
     the damage was yielded. ``restart`` (a re-readable stream) lets the ISA-L
     backend be used: see the module docstring.
     """
-    backend = deflate_backend()
-    if backend == "isal" and restart is None:
-        backend = "zlib"
+    backend = inflate_backend(restart is not None)
     wbits = 31 if compression == "GZIP" else 15
     error = getattr(_module(backend), "error", zlib.error)
     z = _decompressobj(backend, wbits)
