@@ -458,7 +458,8 @@ def _check_channels(channels: Any, allowed: tuple[int, ...], what: str) -> int:
     if isinstance(channels, bool) or not isinstance(channels, (int, np.integer)):
         raise TypeError(f"{what}: channels must be an int, got {type(channels).__name__}")
     if int(channels) not in allowed:
-        raise ValueError(f"{what}: channels must be one of {list(allowed)}, got {channels}")
+        choices = ", ".join(map(str, allowed[:-1])) + f" or {allowed[-1]}"
+        raise ValueError(f"{what}: `channels` must be {choices} but got {channels}")
     return int(channels)
 
 
@@ -485,11 +486,20 @@ def _subsampled(img: Any) -> bool:
     return len(factors) > 1
 
 
+#: TensorFlow's PNG decoder asks libpng for ITU-R 601 gray (0.299, 0.587); libpng
+#: keeps the weights in 1/32768 units, truncated: these are the integers it uses.
+_GRAY_R = 29900 * 32768 // 100000
+_GRAY_G = 58700 * 32768 // 100000
+_GRAY_B = 32768 - _GRAY_R - _GRAY_G
+
+
 def _gray_from_rgb(rgb: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """libpng's RGB -> gray (its default sRGB weights in 1/32768), as TensorFlow's decode_png."""
+    """libpng's RGB -> gray as TensorFlow's decode_png gets it (8-bit: truncated)."""
     r, g, b = (rgb[..., i].astype(np.uint64) for i in range(3))
-    gray = (6968 * r + 23434 * g + 2366 * b + 16384) >> 15
-    return gray.astype(rgb.dtype)
+    total = _GRAY_R * r + _GRAY_G * g + _GRAY_B * b
+    if rgb.dtype == np.uint16:
+        total = total + 16384
+    return (total >> 15).astype(rgb.dtype)
 
 
 def _to_channels(arr: npt.NDArray[Any], channels: int) -> npt.NDArray[Any]:
@@ -540,19 +550,29 @@ def _as_hwc(img: Any, what: str) -> npt.NDArray[Any]:
     return np.array(arr, dtype=arr.dtype)  # writable
 
 
-def _convert_dtype(arr: npt.NDArray[Any], dtype: Any, what: str) -> npt.NDArray[Any]:
-    """TensorFlow's ``convert_image_dtype`` between uint8, uint16 and float32."""
+def _convert_dtype(
+    arr: npt.NDArray[Any], dtype: Any, what: str, png: bool = False
+) -> npt.NDArray[Any]:
+    """TensorFlow's image decoders' dtype conversions between uint8, uint16 and floats.
+
+    Integers: uint8 -> uint16 is ``x * 256`` (a PNG: libpng's ``x * 257``), uint16 ->
+    uint8 ``x // 256``. Floats:
+    ``x * (1 / max)`` in the float type; a PNG goes through 16 bits first (libpng's
+    ``x * 257``, then ``x * (1 / 65535)``), as TensorFlow decodes it.
+    """
     want = np.dtype(
         getattr(dtype, "as_numpy_dtype", None) or getattr(dtype, "np_dtype", None) or dtype
     )
     if want == arr.dtype:
         return arr
     if want == np.uint16 and arr.dtype == np.uint8:
-        return arr.astype(np.uint16) * np.uint16(256)
+        return arr.astype(np.uint16) * np.uint16(257 if png else 256)
     if want == np.uint8 and arr.dtype == np.uint16:
         return (arr // 256).astype(np.uint8)
     if want in (np.float32, np.float16, np.float64):
-        scale = want.type(1.0) / want.type(np.iinfo(arr.dtype).max)
+        if png and arr.dtype == np.uint8:
+            arr = arr.astype(np.uint16) * np.uint16(257)
+        scale = want.type(1.0 / float(np.iinfo(arr.dtype).max))
         out: npt.NDArray[Any] = arr.astype(want) * scale
         return out
     raise TypeError(f"{what}: dtype must be uint8, uint16 or float32, got {want}")
@@ -619,22 +639,22 @@ def decode_png(
 ) -> npt.NDArray[Any]:
     """Decode a PNG into an ``(H, W, C)`` array, as ``tf.io.decode_png``.
 
-    ``channels``: 0 (as stored), 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA);
-    colour to gray uses libpng's weights, as TensorFlow. ``dtype``: ``np.uint8``
+    ``channels``: 0 (as stored), 1 (gray), 3 (RGB) or 4 (RGBA) (TensorFlow's
+    choices); colour to gray is libpng's, as TensorFlow gets it. ``dtype``: ``np.uint8``
     (16-bit PNGs are scaled down, ``x // 256``) or ``np.uint16`` (8-bit PNGs are
-    scaled up, ``x * 256``), TensorFlow's conversions. ``contents``: bytes or a 0-d /
+    scaled up, ``x * 257``), TensorFlow's conversions. ``contents``: bytes or a 0-d /
     one-element object array. ``name`` is ignored. Needs Pillow.
     """
     del name
     what = "decode_png"
-    ch = _check_channels(channels, (0, 1, 2, 3, 4), what)
+    ch = _check_channels(channels, (0, 1, 3, 4), what)
     want = np.dtype(getattr(dtype, "as_numpy_dtype", None) or dtype)
     if want not in (np.uint8, np.uint16):
         raise TypeError(f"{what}: dtype must be uint8 or uint16, got {want}")
     img = _open(image_bytes(contents, what), what)
     _load(img, what)
     arr = _as_hwc(img, what)
-    return _convert_dtype(_to_channels(arr, ch), want, what)
+    return _convert_dtype(_to_channels(arr, ch), want, what, png=True)
 
 
 def _frames(img: Any, what: str) -> list[npt.NDArray[Any]]:
@@ -666,7 +686,7 @@ def tf_decode_image(
     """
     del name
     what = "decode_image"
-    ch = _check_channels(channels, (0, 1, 2, 3, 4), what)
+    ch = _check_channels(channels, (0, 1, 3, 4), what)
     data = image_bytes(contents, what)
     img = _open(data, what)
     fmt = img.format
@@ -677,7 +697,7 @@ def tf_decode_image(
         return _convert_dtype(decode_jpeg(data, channels=ch), dtype, what)
     if fmt == "PNG":
         _load(img, what)
-        return _convert_dtype(_to_channels(_as_hwc(img, what), ch), dtype, what)
+        return _convert_dtype(_to_channels(_as_hwc(img, what), ch), dtype, what, png=True)
     if fmt == "GIF":
         if ch not in (0, 3):
             raise ValueError(f"{what}: channels must be 0 or 3 for a GIF, got {ch}")
