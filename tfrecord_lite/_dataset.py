@@ -849,23 +849,31 @@ def _enumerated(items: Iterator[Any], start: int) -> Iterator[Any]:
 
 
 class _Cache(_Op):
-    """In memory: the first complete pass is kept and replayed (per shard of the input)."""
+    """In memory: the first complete pass is kept and replayed.
+
+    One cache per input: the source (a ``shard()`` or ``shuffle_files()`` after
+    ``cache()`` makes a new one) and the extra shards of DataLoader workers.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._done: dict[Any, list[Any]] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # a copy in another process starts empty (and has its own lock)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
         return self.cached(upstream, key, ())
 
-    def cached(
-        self, upstream: Upstream, key: EpochKey, shards: tuple[tuple[int, int, str], ...]
-    ) -> Iterator[Any]:
+    def cached(self, upstream: Upstream, key: EpochKey, which: Any) -> Iterator[Any]:
         with self._lock:
-            done = self._done.get(shards)
+            done = self._done.get(which)
         if done is not None:
             return iter(done)
-        return self._fill(upstream(key), shards)
+        return self._fill(upstream(key), which)
 
     def _fill(self, items: Iterator[Any], shards: Any) -> Iterator[Any]:
         kept: list[Any] = []
@@ -1363,7 +1371,7 @@ class Dataset:
             op = ops[level - 1]
             below = build(level - 1)
             if isinstance(op, _Cache):
-                return lambda k: op.cached(below, k, extra_shards)
+                return lambda k: op.cached(below, k, (source, extra_shards))
             return lambda k: op.run(below, k)
 
         return build(len(ops))(key)
