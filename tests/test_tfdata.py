@@ -290,3 +290,16 @@ def test_collate_raises_for_mismatched_shapes():
     with pytest.raises(ValueError, match=r"\[0\]"):
         collate([(np.zeros((2, 3)), 1), (np.zeros((3, 2)), 2)])
     assert isinstance(collate([np.zeros((2, 3)), np.zeros((3, 2))], ragged="list"), list)
+
+
+def test_cache_is_per_input_and_pickles(tmp_path):
+    import pickle
+
+    paths = write_files(tmp_path, [4, 4])
+    cached = tfr.TFRecordDataset(paths).cache()
+    everything = list(cached)
+    assert len(everything) == 8
+    half = cached.shard(2, 0)  # a new input: not the whole data set's cache
+    assert list(half) == list(tfr.TFRecordDataset(paths).shard(2, 0))
+    copy = pickle.loads(pickle.dumps(cached))
+    assert list(copy) == everything
