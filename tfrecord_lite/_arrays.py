@@ -33,9 +33,9 @@ import numpy as np
 from ._example import _encode_columns, bytes_rows
 from ._infer import DEFAULT_SAMPLE, infer_schema
 from ._io import TFRecordOptions, TFRecordReader, TFRecordWriter
-from ._parse import ParsedValue, padding_value, parse_example
+from ._parse import ParsedValue, compile_features, padding_value, parse_example
 from ._paths import PathOrFile
-from ._schema import FeatureSpec, FixedLenSequenceFeature, validate_features
+from ._schema import FeatureSpec, FixedLenSequenceFeature
 from ._values import RaggedValue, SparseValue
 
 __all__ = ["concat_parsed", "read_examples", "write_examples"]
@@ -180,7 +180,7 @@ def concat_parsed(
     ``FixedLenSequenceFeature`` arrays are padded (with the spec's default) to the
     longest batch; sparse indices and ragged splits are offset.
     """
-    specs = validate_features(features)
+    specs = compile_features(features)
     if not batches:
         raise ValueError("concat_parsed needs at least one batch")
     out: dict[str, ParsedValue] = {}
@@ -268,8 +268,9 @@ def read_examples(
 ) -> dict[str, Any]:
     """Read every ``Example`` of a file (or files) into one dict of columns.
 
-    With ``features=None`` the schema is inferred from the first ``sample``
-    records (:func:`infer_schema`). With ``decode=True`` (default), raw-array
+    With ``features=None`` the schema is inferred by :func:`infer_schema` (the
+    first ``sample`` records in full, every later one checked, so the schema fits
+    the whole file; this reads the file twice). With ``decode=True`` (default), raw-array
     columns written by :func:`write_examples` (``key`` + ``key/shape`` +
     ``key/dtype``) come back as arrays of their original shape and dtype.
     The result has the layout of :func:`parse_example` over all records.
@@ -281,9 +282,9 @@ def read_examples(
                 "these are SequenceExample records: read them with "
                 "tfr.parse_sequence_example(records, context_features, sequence_features)"
             )
-        specs: Mapping[str, FeatureSpec] = dict(schema)
+        specs = compile_features(dict(schema))
     else:
-        specs = validate_features(features)
+        specs = compile_features(features)
     batches: list[dict[str, ParsedValue]] = []
     batch: list[bytes] = []
     with TFRecordReader(path, compression, verify=verify) as reader:

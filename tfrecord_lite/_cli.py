@@ -27,7 +27,7 @@ import numpy as np
 from . import example_pb2
 from ._crc import crc_backend
 from ._errors import DataLossError, ParseError, TFRecordError
-from ._infer import FeatureStats, add_records, infer_schema, schema_from_stats
+from ._infer import DEFAULT_SAMPLE, FeatureStats, add_records, infer_schema, schema_from_stats
 from ._io import SalvageInfo, TFRecordWriter, salvage_file
 from ._paths import expand_paths, shard_name
 from ._progress import Progress, progress
@@ -433,20 +433,26 @@ def cmd_verify(args: argparse.Namespace, ctx: _Ctx) -> int:
 
 def cmd_schema(args: argparse.Namespace, ctx: _Ctx) -> int:
     paths = _inputs(args.files)
-    current: list[tuple[str, Record]] = []
+    # (records before the file, path, its first record's index): where a record number lands
+    starts: list[tuple[int, str, int]] = []
+    seen = [0]
 
     def records() -> Generator[bytes, None, None]:
         for path, item in _records(ctx, paths, "schema"):
-            current[:] = [(path, item)]
+            if not starts or starts[-1][1] != path:
+                starts.append((seen[0], path, item.index))
+            seen[0] += 1
             yield item.data
 
     gen = records()
     try:
-        schema = infer_schema(gen, args.sample)
+        # the same call, with the same defaults, as tfr.infer_schema(files)
+        schema = infer_schema(gen, args.sample, check=not args.no_check)
     except ParseError as e:
-        if e.index is not None and current:
-            path, item = current[0]  # the record being looked at when it failed
-            raise ParseError(e.message, key=e.key, path=path, index=item.index) from None
+        if e.index is not None and starts:
+            before, path, first = next(x for x in reversed(starts) if x[0] <= e.index)
+            index = first + e.index - before
+            raise ParseError(e.message, key=e.key, path=path, index=index) from None
         raise
     finally:
         gen.close()
@@ -1268,7 +1274,9 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_schema,
         "print the inferred feature dict, ready to paste",
         "Infer the feature dict (FixedLenFeature for keys with the same number of values "
-        "in every record, else VarLenFeature) and print it as Python or JSON.",
+        "in every record, else VarLenFeature) and print it as Python or JSON. The first "
+        "N records (--sample) are read in full and every later one is checked, so the "
+        "feature dict parses every record; the same as tfr.infer_schema(FILES).",
         _examples(
             f"{PROG} schema train.tfrecord > features.py",
             f"{PROG} schema train.tfrecord --format json --sample 1000",
@@ -1280,7 +1288,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--sample",
         type=_positive_int,
         metavar="N",
-        help="look at the first N records only (default: all)",
+        default=DEFAULT_SAMPLE,
+        help=f"read the first N records in full (default: {DEFAULT_SAMPLE}); later ones are checked",
+    )
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="read only the first N records (quick; the result may not fit later records)",
     )
 
     p = add(

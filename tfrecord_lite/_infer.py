@@ -10,11 +10,27 @@ dict of feature specs whose ``repr`` is Python a user can paste into a script::
         "tags": tfr.VarLenFeature(tfr.string),
     }
 
-A key present in every sampled record with the same number of values becomes a
+A key present in every record with the same number of values becomes a
 ``FixedLenFeature`` (shape ``[]`` for one value, ``[n]`` for n); anything else a
 ``VarLenFeature``. For ``SequenceExample`` records the feature lists go to
 :attr:`Schema.sequence_features` (``FixedLenSequenceFeature`` when every step
 has the same count). :attr:`Schema.stats` keeps what was seen, per key.
+
+**The schema parses the whole file.** The first ``sample`` records (1,000 by
+default) are read in full (kinds, counts, value ranges). Then every remaining
+record is *checked* against those specs by the vectorized parser, in chunks of
+thousands of records (``VarLenFeature`` of each key's dtype, which counts the
+values of every key in every record): a key that a later record lacks, leaves
+empty or holds with another number of values is widened from ``FixedLenFeature``
+to ``VarLenFeature``, so ``parse_example(records, schema)`` and
+:func:`read_examples` never fail on a valid file. A key that holds another kind
+in a later record (floats after ints) raises :class:`ParseError` naming the key,
+both kinds and the record: no spec parses both. Keys that first appear after
+the sample are not in the schema (parsing ignores them, as any key missing from
+a spec); ``sample=None`` reads every record in full and finds them too, and
+``check=False`` reads the first ``sample`` records only (a quick look, whose
+fixed-length specs may not fit later records). The command line's ``schema``
+command runs the same function with the same defaults.
 """
 
 from __future__ import annotations
@@ -23,15 +39,17 @@ import itertools
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from . import example_pb2
 from ._errors import ParseError
 from ._io import tf_record_iterator
+from ._parse import parse_example
 from ._paths import PathOrFile, is_file_object
 from ._schema import (
     FeatureSpec,
@@ -50,8 +68,10 @@ __all__ = [
     "schema_from_stats",
 ]
 
-#: Records read by default.
+#: Records read in full by default (the rest are checked, see the module documentation).
 DEFAULT_SAMPLE = 1000
+#: Records checked per vectorized parse call after the sample.
+CHECK_CHUNK = 8192
 
 
 @dataclass
@@ -72,6 +92,10 @@ class FeatureStats:
     #: Feature lists only: fewest / most steps in one record.
     min_steps: Optional[int] = None
     max_steps: Optional[int] = None
+    #: Records checked after the sample (see :func:`infer_schema`): fewest / most
+    #: values of this key in one of them (0 where it is absent or empty).
+    checked_min_count: Optional[int] = None
+    checked_max_count: Optional[int] = None
 
     @property
     def kind(self) -> Optional[str]:
@@ -108,6 +132,8 @@ class FeatureStats:
             "max_value": self.max_value,
             "min_steps": self.min_steps,
             "max_steps": self.max_steps,
+            "checked_min_count": self.checked_min_count,
+            "checked_max_count": self.checked_max_count,
         }
 
 
@@ -122,14 +148,17 @@ class Schema(dict[str, FeatureSpec]):
         stats: Optional[dict[str, FeatureStats]] = None,
         sequence_stats: Optional[dict[str, FeatureStats]] = None,
         records: int = 0,
+        checked: int = 0,
     ) -> None:
         super().__init__(features)
         #: Feature-list specs, for ``SequenceExample`` records (empty for Examples).
         self.sequence_features: dict[str, FeatureSpec] = sequence_features or {}
         self.stats: dict[str, FeatureStats] = stats or {}
         self.sequence_stats: dict[str, FeatureStats] = sequence_stats or {}
-        #: How many records were sampled.
+        #: How many records were read in full (the sample; :attr:`stats` describe them).
         self.records = records
+        #: How many more records were checked against the specs after the sample.
+        self.checked = checked
 
     @property
     def is_sequence(self) -> bool:
@@ -169,6 +198,7 @@ class Schema(dict[str, FeatureSpec]):
 
         return {
             "records_sampled": self.records,
+            "records_checked": self.checked,
             "kind": "SequenceExample" if self.is_sequence else "Example",
             "features": {k: spec_json(v) for k, v in self.items()},
             "sequence_features": {k: spec_json(v) for k, v in self.sequence_features.items()},
@@ -273,19 +303,130 @@ def infer_schema(
     sample: Optional[int] = DEFAULT_SAMPLE,
     *,
     compression: Any = "auto",
+    check: bool = True,
 ) -> Schema:
-    """Infer a feature dict from a sample of records.
+    """Infer a feature dict that parses every record of ``source``.
 
     ``source`` is a path (or pattern, directory, list of paths) or an iterable of
-    serialized records; ``sample`` records are read (``None``: all). Keys never
-    set in the sample (only empty ``Feature()``) are left out, since their dtype
-    is unknown. A key with different kinds in different records raises
+    serialized records. The first ``sample`` records are read in full (``None``:
+    all of them); with ``check=True`` (default) every later record is then
+    checked by the vectorized parser and specs that a later record does not fit
+    are widened to ``VarLenFeature`` (see the module documentation), so the
+    schema parses the whole file; an iterator is read to its end. ``check=False``
+    reads only the first ``sample`` records (lazily). Keys never set in what
+    was read (only empty ``Feature()``) are left out, since their dtype is
+    unknown. A key with different kinds in different records raises
     :class:`~tfrecord_lite.ParseError`.
     """
     if sample is not None and sample <= 0:
         raise ValueError(f"sample must be a positive number of records, got {sample}")
-    stats, seq_stats, n = collect_stats(source, sample, compression)
-    return schema_from_stats(stats, seq_stats, n)
+    stats: dict[str, FeatureStats] = {}
+    seq_stats: dict[str, FeatureStats] = {}
+    records = _records(source, compression)
+    checked = 0
+    try:
+        it = iter(records)
+        n = add_records(itertools.islice(it, sample), stats, seq_stats)
+        if check and sample is not None and n == sample:
+            checked = _check_rest(it, stats, seq_stats, n)
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()  # stop reading (and close the file) when reading ends early
+    if seq_stats:  # SequenceExamples: the rest were read in full (see _check_rest)
+        return schema_from_stats(stats, seq_stats, n + checked)
+    schema = schema_from_stats(stats, seq_stats, n)
+    schema.checked = checked
+    for key, spec in list(schema.items()):
+        st = stats[key]
+        if checked and isinstance(spec, FixedLenFeature):
+            count = int(np.prod(spec.shape)) if spec.shape else 1
+            if (st.checked_min_count, st.checked_max_count) != (count, count):
+                schema[key] = VarLenFeature(spec.dtype)
+    return schema
+
+
+def _chunks(it: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
+    while True:
+        chunk = list(itertools.islice(it, size))
+        if not chunk:
+            return
+        yield chunk
+
+
+def _check_rest(
+    it: Iterator[bytes],
+    stats: dict[str, FeatureStats],
+    seq_stats: dict[str, FeatureStats],
+    offset: int,
+) -> int:
+    """Count the values of every sampled key in every later record; return how many records.
+
+    One ``parse_example`` call per chunk, every key as a ``VarLenFeature`` of the
+    dtype the sample showed. SequenceExample files are read in full instead.
+    """
+    n = 0
+    if seq_stats:
+        for chunk in _chunks(it, CHECK_CHUNK):
+            n += _add_chunk(chunk, stats, seq_stats, offset + n)
+        return n
+    kinds = {k: st.kind for k, st in stats.items()}
+    spec = {k: VarLenFeature(dtype_of_kind(kind)) for k, kind in kinds.items() if kind}
+    for chunk in _chunks(it, CHECK_CHUNK):
+        try:
+            parsed = parse_example(chunk, spec)
+        except ParseError as err:
+            _explain(chunk, err, stats, offset + n)
+            index = None if err.index is None else err.index + offset + n
+            raise ParseError(err.message, key=err.key, index=index) from None
+        for key, value in parsed.items():
+            counts = np.bincount(value.indices[:, 0], minlength=len(chunk))  # type: ignore[union-attr]
+            lo, hi = int(counts.min()), int(counts.max())
+            st = stats[key]
+            st.checked_min_count = (
+                lo if st.checked_min_count is None else min(st.checked_min_count, lo)
+            )
+            st.checked_max_count = (
+                hi if st.checked_max_count is None else max(st.checked_max_count, hi)
+            )
+        n += len(chunk)
+    return n
+
+
+def _add_chunk(
+    chunk: list[bytes],
+    stats: dict[str, FeatureStats],
+    seq_stats: dict[str, FeatureStats],
+    offset: int,
+) -> int:
+    try:
+        return add_records(chunk, stats, seq_stats)
+    except ParseError as err:
+        index = None if err.index is None else err.index + offset
+        raise ParseError(err.message, key=err.key, index=index) from None
+
+
+def _explain(
+    chunk: list[bytes], err: ParseError, stats: dict[str, FeatureStats], offset: int
+) -> None:
+    """Turn a failed check into the error a full read gives (kinds, record number)."""
+    local: dict[str, FeatureStats] = {}
+    local_seq: dict[str, FeatureStats] = {}
+    start = err.index or 0
+    for i in range(start, len(chunk)):
+        _add_chunk([chunk[i]], local, local_seq, offset + i)
+        for key, st in local.items():
+            seen = stats.get(key)
+            if seen is not None and seen.kind and st.kind and st.kind != seen.kind:
+                raise ParseError(
+                    f"feature {key!r} holds {st.kind} in record {offset + i} but {seen.kind} in "
+                    f"the {seen.present} records that had it among the first {offset}; no single "
+                    "spec parses it: pass a feature dict yourself",
+                    key=key,
+                    index=offset + i,
+                ) from None
+        local.clear()
+        local_seq.clear()
 
 
 def _spec_for(key: str, st: FeatureStats, n: int, sequence: bool) -> Optional[FeatureSpec]:
