@@ -300,6 +300,10 @@ class KeyTable:
             self.words[:, j] = _key_words(words, offsets[:-1], self.lengths, j)
         self.first, self.last = _first_last(words, offsets[:-1], self.lengths)
         hashes = _short_hash(self.first, self.last, self.lengths)
+        #: Keys that differ only between their first and last 8 bytes: hash every window.
+        self.full = len(np.unique(hashes)) < n
+        if self.full:
+            hashes = self._full_hash(self.words, self.lengths)
         # A bucket per hash value: find a table size and shift with no two keys in a bucket.
         self.usable = False
         self.shift = np.uint64(0)
@@ -319,6 +323,16 @@ class KeyTable:
                     break
             size *= 2
 
+    @staticmethod
+    def _full_hash(words: np.ndarray, length: np.ndarray) -> np.ndarray:
+        h = length.astype(np.uint64) * _LENGTH_MULT
+        for j in range(words.shape[1]):
+            h ^= words[:, j] * _MULT[(j + 3) % len(_MULT)]
+            h ^= h >> np.uint64(29)
+            h *= _MULT[2]
+        out: np.ndarray = h
+        return out
+
     def lookup(
         self, data: np.ndarray, start: np.ndarray, length: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -335,7 +349,13 @@ class KeyTable:
         else:
             words = _words(data)
             w0, wl = _first_last(words, start, length)
-            h = _short_hash(w0, wl, length)
+            if self.full:
+                kw = np.empty((m, self.windows), dtype=np.uint64)
+                for j in range(self.windows):
+                    kw[:, j] = _key_words(words, start, length, j)
+                h = self._full_hash(kw, length)
+            else:
+                h = _short_hash(w0, wl, length)
             cand = self.buckets[((h >> self.shift) & self.mask).astype(np.int64)]
             c = np.maximum(cand, 0)
             hit = (cand >= 0) & (self.lengths[c] == length)

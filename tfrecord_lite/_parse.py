@@ -49,7 +49,7 @@ Differences from TensorFlow, on purpose:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -339,6 +339,58 @@ def _keys_needed(specs: Mapping[str, FeatureSpec]) -> dict[str, DType]:
     return needed
 
 
+class ParsePlan(Mapping[str, FeatureSpec]):
+    """A feature spec compiled once for every parse that uses it.
+
+    A read-only mapping of the validated specs (so it can be passed wherever a
+    feature dict is expected), plus what parsing derives from them: every record
+    key read and its dtype (``needed``), the keys read only by VarLen / Sparse /
+    Ragged specs (``sparse_keys``, for TensorFlow's error wording) and the key
+    table of the vectorized extractor (built on first use). Build one with
+    :func:`compile_features`; ``parse_example``, the dataset ops, ``read_examples``
+    and the PyTorch datasets all take one and skip validating the spec again.
+    """
+
+    def __init__(self, features: Any, what: str = "features") -> None:
+        self.specs: dict[str, FeatureSpec] = validate_features(features, what)
+        self.needed: dict[str, DType] = _keys_needed(self.specs)
+        self.sparse_keys = _sparse_keys(self.specs)
+        #: Raised when parsing Examples (TensorFlow raises it then, not when specs are made).
+        self.unsupported: Optional[str] = None
+        for spec in self.specs.values():
+            if isinstance(spec, FixedLenSequenceFeature) and not spec.allow_missing:
+                self.unsupported = (
+                    "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
+                )
+        self._table: Optional[_fastparse.KeyTable] = None
+
+    @property
+    def table(self) -> _fastparse.KeyTable:
+        """The key table of the vectorized extractor (compiled on first use)."""
+        if self._table is None:
+            self._table = _fastparse.KeyTable(self.needed)
+        return self._table
+
+    def __getitem__(self, key: str) -> FeatureSpec:
+        return self.specs[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def __repr__(self) -> str:
+        return f"ParsePlan({self.specs!r})"
+
+
+def compile_features(features: Any, what: str = "features") -> ParsePlan:
+    """``features`` compiled into a :class:`ParsePlan` (returned as is if it is one)."""
+    if isinstance(features, ParsePlan):
+        return features
+    return ParsePlan(features, what)
+
+
 def extract_columns(
     feature_maps: list[Any],
     needed: Mapping[str, DType],
@@ -349,10 +401,15 @@ def extract_columns(
     return {key: _column(feature_maps, key, dtype, where, indices) for key, dtype in needed.items()}
 
 
-def _extract(records: list[bytes], needed: Mapping[str, DType], where: _Where) -> dict[str, Column]:
+def _extract(records: list[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
     """Columns for every needed key: the vectorized path where it applies, else protobuf."""
     n = len(records)
-    fast = _fastparse.extract(records, needed) if needed else None
+    needed = plan.needed
+    fast = (
+        _fastparse.extract(records, needed, table=plan.table)
+        if needed and len(records) >= _fastparse.MIN_BATCH and _fastparse.enabled()
+        else None
+    )
     if fast is None:
         maps = [ex.features.feature for ex in _decode(records, where, example_pb2.Example)]
         return extract_columns(maps, needed, where)
@@ -660,23 +717,19 @@ def parse_example(
     Raises :class:`~tfrecord_lite.ParseError` (a ``ValueError``) on records that
     are not Examples or do not fit the specs.
     """
-    specs = validate_features(features)
+    plan = compile_features(features)
     records = _as_records(serialized, "parse_example")
     where = _Where(_names(example_names, len(records)), batch=True)
-    return _parse_examples(records, specs, where, batch=True)
+    return _parse_examples(records, plan, where, batch=True)
 
 
 def _parse_examples(
-    records: list[bytes], specs: Mapping[str, FeatureSpec], where: _Where, batch: bool
+    records: list[bytes], plan: ParsePlan, where: _Where, batch: bool
 ) -> dict[str, ParsedValue]:
-    needed = _keys_needed(specs)
-    for spec in specs.values():
-        if isinstance(spec, FixedLenSequenceFeature) and not spec.allow_missing:
-            raise ValueError(
-                "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
-            )
-    where.sparse_keys = _sparse_keys(specs)
-    return assemble(specs, _extract(records, needed, where), where, batch)
+    if plan.unsupported:
+        raise ValueError(plan.unsupported)
+    where.sparse_keys = plan.sparse_keys
+    return assemble(plan.specs, _extract(records, plan, where), where, batch)
 
 
 def parse_single_example(
@@ -690,12 +743,121 @@ def parse_single_example(
     Fixed-length features come back with their spec's shape, variable-length
     ones as :class:`~tfrecord_lite.SparseValue` with 1-D indices.
     """
-    specs = validate_features(features)
+    plan = compile_features(features)
+    specs = plan.specs
     records = _as_records([serialized], "parse_single_example")
     where = _Where(None, batch=False)
-    parsed = _parse_examples(records, specs, where, batch=False)
+    parsed = _parse_examples(records, plan, where, batch=False)
     # Ragged features are built unbatched already (as TensorFlow's single-example parse).
     return {k: v if isinstance(specs[k], RaggedFeature) else _unbatch(v) for k, v in parsed.items()}
+
+
+# --------------------------------------------------------------------------- batches in chunks
+
+#: Records, and bytes, that :func:`parse_batches` extracts at once (whole user batches).
+CHUNK_RECORDS = 4096
+CHUNK_BYTES = 8 << 20
+
+
+def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, ParsedValue]]:
+    """``parse_example`` of each batch of ``group``, with one extraction for all of them.
+
+    Anything unusual (a record the extractor rejects with an error, a batch that is
+    not a list of bytes) parses batch by batch instead, so results and errors (and
+    which batches come out before an error) are exactly ``parse_example``'s.
+    """
+    if len(group) == 1 or plan.unsupported:
+        for batch in group:
+            yield parse_example(batch, plan)
+        return
+    try:
+        batches = [_as_records(b, "parse_example") for b in group]
+        flat = [r for b in batches for r in b]
+        where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
+        cols = _extract(flat, plan, where)
+    except (ParseError, TypeError, ValueError):
+        for batch in group:
+            yield parse_example(batch, plan)
+        return
+    offsets = {key: _row_starts(col.counts) for key, col in cols.items()}
+    start = 0
+    for batch in batches:
+        stop = start + len(batch)
+        part = {
+            key: Column(
+                col.present[start:stop],
+                col.counts[start:stop],
+                col.values[int(offsets[key][start]) : int(offsets[key][stop])],
+            )
+            for key, col in cols.items()
+        }
+        where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
+        yield assemble(plan.specs, part, where, True)
+        start = stop
+
+
+def _group_size(batch: Any) -> tuple[int, int]:
+    """(records, bytes) of one batch, for chunking (0 bytes if they cannot be counted)."""
+    try:
+        return len(batch), sum(map(len, batch))
+    except TypeError:
+        return 1, 0
+
+
+def parse_stream(items: Iterable[Any], features: Any, all_batches: bool = False) -> Iterator[Any]:
+    """Parse a stream of batches (lists of records: ``parse_example``) and single records.
+
+    Consecutive batches are extracted together, :data:`CHUNK_RECORDS` records or
+    :data:`CHUNK_BYTES` bytes at a time, so small batches do not pay NumPy's
+    per-call cost batch by batch; each comes out exactly as ``parse_example``
+    would return it. A single record (``bytes``) is ``parse_single_example``'d,
+    unless ``all_batches`` (then every item is a batch). An error from ``items``
+    is raised after the batches read before it. ``items`` is closed at the end.
+    """
+    plan = compile_features(features)
+    it = iter(items)
+    group: list[Any] = []
+    records = size = 0
+    try:
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                break
+            except Exception:
+                yield from _parse_group(group, plan)
+                group = []
+                raise
+            if not (all_batches or isinstance(item, list)):
+                yield from _parse_group(group, plan)
+                group, records, size = [], 0, 0
+                yield parse_single_example(item, plan)
+                continue
+            group.append(item)
+            n, b = _group_size(item)
+            records += n
+            size += b
+            if records >= CHUNK_RECORDS or size >= CHUNK_BYTES:
+                yield from _parse_group(group, plan)
+                group, records, size = [], 0, 0
+        yield from _parse_group(group, plan)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
+def parse_batches(
+    batches: Iterable[Sequence[Serialized]], features: Any
+) -> Iterator[dict[str, ParsedValue]]:
+    """``parse_example(batch, features)`` for each batch, extracted in large chunks.
+
+    The results (and errors, with record indices within their batch) are exactly
+    those of one ``parse_example`` call per batch; the speed is that of parsing
+    :data:`CHUNK_RECORDS` records at a time. Memory: one chunk of records and
+    columns. ``batches`` is closed when this generator is.
+    """
+    return parse_stream(batches, features, all_batches=True)
 
 
 # --------------------------------------------------------------------------- SequenceExample

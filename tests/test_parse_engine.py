@@ -1,0 +1,450 @@
+"""The layout-independent parse engine: entry walk, key table, chunked batches, parse plans.
+
+Every fast result is compared with the generic protobuf path (``TFRECORD_LITE_FASTPATH=0``)
+on heterogeneous batches: each record's map entries in its own order, keys missing or
+mapped to empty lists or empty ``Feature()``s, keys the spec does not read (some not
+ASCII), varints of every width, packed and unpacked lists, merged records and garbage.
+Chunked batch parsing is compared with one ``parse_example`` call per batch, errors
+included.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from typing import Any
+
+import numpy as np
+import pytest
+from _helpers import ld, varint
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecord_lite as tfr
+from tfrecord_lite import _fastparse, _parse
+
+KIND_FIELD = {"bytes": 1, "float": 2, "int": 3}
+DTYPE = {"bytes": tfr.string, "float": tfr.float32, "int": tfr.int64}
+INT_POOL = [0, 1, 127, 128, 300, 16383, 16384, 2**31, 2**35, 2**56, 2**63 - 1, -1, -(2**63)]
+
+
+def _value(rng: random.Random, kind: str) -> Any:
+    if kind == "int":
+        return rng.choice(INT_POOL) if rng.random() < 0.4 else rng.randrange(0, 200)
+    if kind == "float":
+        return float(np.float32(rng.uniform(-1e3, 1e3)))
+    return rng.randbytes(rng.choice([0, 1, 4, 7, 8, 9, 16, 30]))
+
+
+def _list(kind: str, values: list[Any], style: str) -> bytes:
+    if kind == "bytes":
+        return b"".join(ld(1, v) for v in values)
+    if not values:
+        return b""
+    if kind == "float":
+        items = [struct.pack("<f", v) for v in values]
+        if style == "unpacked":
+            return b"".join(b"\x0d" + x for x in items)
+    else:
+        items = [varint(v) for v in values]
+        if style == "unpacked":
+            return b"".join(b"\x08" + x for x in items)
+    if style == "chunks" and len(items) > 1:
+        return ld(1, b"".join(items[:1])) + ld(1, b"".join(items[1:]))
+    return ld(1, b"".join(items))
+
+
+def _entry(key: bytes, kind: str | None, values: list[Any], style: str) -> bytes:
+    feature = b"" if kind is None else ld(KIND_FIELD[kind], _list(kind, values, style))
+    return ld(1, ld(1, key) + ld(2, feature))
+
+
+KEYS = {
+    # Keys of every window shape: empty, short, exactly 8 / 16, long, sharing first and
+    # last 8 bytes and length (only the middle differs), and not ASCII.
+    "": "int",
+    "a": "float",
+    "label": "int",
+    "abcdefgh": "bytes",
+    "abcdefghijklmnop": "float",
+    "image/class/label": "int",
+    "feature_one_long_name_x": "int",
+    "feature_two_long_name_x": "float",
+    "pickup_community_area": "int",
+    "dropoff_community_area": "float",
+    "payment_type": "bytes",
+    "größe": "float",
+}
+
+
+def _records(rng: random.Random, n: int, keys: dict[str, str], messy: bool) -> list[bytes]:
+    extra_keys = [b"extra", b"pickup_community_are", b"labe1", "zusätzlich".encode()]
+    out = []
+    for _ in range(n):
+        entries = []
+        for key, kind in keys.items():
+            r = rng.random()
+            if r < 0.06:
+                continue  # absent
+            k: str | None = kind
+            count = rng.choice([1, 1, 1, 2, 3])
+            if r < 0.10:
+                count = 0  # an empty list
+            elif r < 0.12:
+                k = None  # an empty Feature()
+            style = "packed"
+            if messy and rng.random() < 0.08:
+                style = rng.choice(["unpacked", "chunks"])
+            values = [_value(rng, kind) for _ in range(count)]
+            entries.append(_entry(key.encode(), k, values, style))
+        for extra in extra_keys:
+            if rng.random() < 0.1:
+                kind = rng.choice(list(KIND_FIELD))
+                values = [_value(rng, kind) for _ in range(rng.randrange(4))]
+                entries.append(_entry(extra, kind, values, "packed"))
+        rng.shuffle(entries)  # every record its own key order
+        record = ld(1, b"".join(entries)) if entries or rng.random() < 0.5 else b""
+        if messy:
+            r = rng.random()
+            if r < 0.02:
+                record += ld(1, _entry(b"label", "int", [5], "packed"))  # merged Examples
+            elif r < 0.03:
+                record += b"\x10\x01"  # an unknown field
+            elif r < 0.04:
+                record = record[: rng.randrange(len(record) + 1)]  # truncated
+            elif r < 0.05:
+                k = rng.choice(list(keys))
+                other = "int" if keys[k] != "int" else "float"
+                record = ld(1, _entry(k.encode(), other, [1], "packed"))  # the wrong kind
+        out.append(record)
+    return out
+
+
+def _specs(rng: random.Random, keys: dict[str, str]) -> dict[str, Any]:
+    specs: dict[str, Any] = {}
+    for key, kind in keys.items():
+        if rng.random() < 0.15:
+            continue  # a key the spec does not read
+        dtype = DTYPE[kind]
+        c = rng.random()
+        if c < 0.4:
+            specs[key] = tfr.VarLenFeature(dtype)
+        elif c < 0.6:
+            specs[key] = tfr.RaggedFeature(dtype)
+        elif c < 0.8:
+            specs[key] = tfr.FixedLenSequenceFeature([], dtype, allow_missing=True)
+        else:
+            default = b"?" if dtype is tfr.string else 7
+            specs[key] = tfr.FixedLenFeature([], dtype, default_value=default)
+    return specs
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return ("ok", fn())
+    except (tfr.ParseError, ValueError) as err:
+        return ("error", type(err).__name__, str(err), getattr(err, "index", None))
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a[0] == b[0], (a, b)
+    if a[0] == "error":
+        assert a == b
+        return
+    _same_parsed(a[1], b[1])
+
+
+def _same_parsed(x: dict[str, Any], y: dict[str, Any]) -> None:
+    assert x.keys() == y.keys()
+    for key in x:
+        p, q = x[key], y[key]
+        assert type(p) is type(q), key
+        if isinstance(p, np.ndarray):
+            assert p.dtype == q.dtype and p.shape == q.shape, key
+            assert p.tolist() == q.tolist(), key
+        elif isinstance(p, tfr.SparseValue):
+            for u, v in zip(p, q):
+                assert u.dtype == v.dtype and u.tolist() == v.tolist(), key
+        else:
+            assert p.to_list() == q.to_list(), key
+            assert [s.tolist() for s in p.nested_row_splits] == [
+                s.tolist() for s in q.nested_row_splits
+            ], key
+
+
+def _both(monkeypatch: Any, fn: Any) -> tuple[Any, Any]:
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1")
+    fast = _outcome(fn)
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "0")
+    slow = _outcome(fn)
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1")
+    return fast, slow
+
+
+# --------------------------------------------------------------------------- entry walk
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.sampled_from([8, 33, 200]),
+    messy=st.booleans(),
+)
+def test_shuffled_heterogeneous_batches_equal_the_generic_path(
+    seed: int, size: int, messy: bool, monkeypatch: Any
+) -> None:
+    rng = random.Random(seed)
+    keys = dict(rng.sample(sorted(KEYS.items()), rng.randint(1, len(KEYS))))
+    records = _records(rng, size, keys, messy)
+    specs = _specs(rng, keys)
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+
+
+def test_clean_shuffled_records_are_all_read_by_the_entry_walk() -> None:
+    # Guard against an equivalence that only ever compares the generic path with itself.
+    rng = random.Random(1)
+    records = _records(rng, 500, KEYS, messy=False)
+    # An unread key that is not ASCII sends its record the generic way (tested below).
+    records = [r for r in records if "zusätzlich".encode() not in r]
+    assert len(records) > 400
+    needed = {k: DTYPE[kind] for k, kind in KEYS.items()}
+    result = _fastparse.extract(records, needed)
+    assert result is not None
+    handled, cols = result
+    assert handled.all()
+    maps = [tfr.example_pb2.Example.FromString(r).features.feature for r in records]
+    for key, kind in KEYS.items():
+        field = {"bytes": "bytes_list", "float": "float_list", "int": "int64_list"}[kind]
+        expect = [
+            list(getattr(m[key], field).value) if key in m and m[key].HasField(field) else None
+            for m in maps
+        ]
+        col = cols[key]
+        assert col.present.tolist() == [e is not None for e in expect], key
+        assert col.counts.tolist() == [len(e or []) for e in expect], key
+        flat = [v for e in expect if e for v in e]
+        got = col.values.tolist()
+        if kind == "float":
+            assert np.array_equal(np.array(flat, np.float32), col.values), key
+        else:
+            assert got == flat, key
+
+
+def test_records_with_non_ascii_unread_keys_and_merged_examples_go_the_generic_way() -> None:
+    plain = tfr.encode_example({"a": 1, "b": 2.0})
+    odd = ld(1, _entry("ключ".encode(), "int", [3], "packed") + _entry(b"a", "int", [4], "packed"))
+    merged = plain + ld(1, _entry(b"a", "int", [9], "packed"))
+    records = [plain] * 8 + [odd, merged]
+    result = _fastparse.extract(records, {"a": tfr.int64})
+    assert result is not None
+    handled, _ = result
+    assert handled.tolist() == [True] * 8 + [False, False]
+    parsed = tfr.parse_example(records, {"a": tfr.FixedLenFeature([], tfr.int64)})
+    assert parsed["a"].tolist() == [1] * 8 + [4, 9]
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 2**14, 2**35, 2**63 - 1, -1, -(2**63)])
+def test_every_varint_width_in_any_key_order(value: int) -> None:
+    rng = random.Random(value & 0xFFFF)
+    records = []
+    for i in range(40):
+        entries = [
+            _entry(b"x", "int", [value, i], "packed"),
+            _entry(b"y", "float", [0.5], "unpacked" if i % 3 == 0 else "packed"),
+            _entry(b"z", "int", [i, value], "unpacked" if i % 2 else "packed"),
+        ]
+        rng.shuffle(entries)
+        records.append(ld(1, b"".join(entries)))
+    handled, cols = _fastparse.extract(  # type: ignore[misc]
+        records, {"x": tfr.int64, "y": tfr.float32, "z": tfr.int64}
+    )
+    assert handled.all()
+    assert cols["x"].values.reshape(40, 2).tolist() == [[value, i] for i in range(40)]
+    assert cols["z"].values.reshape(40, 2).tolist() == [[i, value] for i in range(40)]
+    assert cols["y"].values.tolist() == [0.5] * 40
+
+
+def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
+    needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
+    table = _fastparse.KeyTable(needed)
+    assert table.usable
+    keys = [b"feature_two_long_name_x", b"feature_one_long_name_x", b"feature_six_long_name_x"]
+    data = np.frombuffer(b"".join(keys) + bytes(16), dtype=np.uint8)
+    starts = np.array([0, 23, 46], dtype=np.int64)
+    slots, safe = table.lookup(data, starts, np.full(3, 23, dtype=np.int64))
+    assert slots.tolist() == [1, 0, -1]
+    assert safe.all()
+
+
+# --------------------------------------------------------------------------- chunked batches
+
+
+def _clean_taxi_like(n: int, seed: int = 0) -> list[bytes]:
+    return _records(random.Random(seed), n, KEYS, messy=False)
+
+
+def _run(iterable: Any) -> list[Any]:
+    """Outcomes of iterating: each item, then the error that stopped it (if any)."""
+    out: list[Any] = []
+    try:
+        for item in iterable:
+            out.append(("ok", item))
+    except (tfr.ParseError, ValueError) as err:
+        out.append(("error", type(err).__name__, str(err), getattr(err, "index", None)))
+    return out
+
+
+def _reference(batches: list[list[bytes]], specs: Any) -> list[Any]:
+    out = []
+    for b in batches:
+        out.append(_outcome(lambda b=b: tfr.parse_example(b, specs)))
+        if out[-1][0] == "error":
+            break
+    return out
+
+
+def _same_runs(got: list[Any], expect: list[Any]) -> None:
+    assert len(got) == len(expect)
+    for a, b in zip(got, expect):
+        _same(a, b)
+
+
+@pytest.mark.parametrize("chunk", [1, 50, 100_000])
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_parse_batches_equals_one_parse_example_per_batch(
+    chunk: int, batch: int, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", chunk)
+    records = _clean_taxi_like(150)
+    specs = _specs(random.Random(batch), KEYS)
+    batches = [records[i : i + batch] for i in range(0, len(records), batch)]
+    expect = _reference(batches, specs)
+    _same_runs(_run(_parse.parse_batches(iter(batches), specs)), expect)
+    # Specs that cannot fail on these records: every batch comes out.
+    loose = {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}
+    got = _run(_parse.parse_batches(iter(batches), loose))
+    assert len(got) == len(batches)
+    _same_runs(got, _reference(batches, loose))
+
+
+def test_parse_batches_error_comes_after_the_good_batches_with_its_batch_index(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    spec = {"label": tfr.FixedLenFeature([], tfr.int64)}
+    records = [tfr.encode_example({"label": i}) for i in range(100)]
+    records[45] = tfr.encode_example({"label": [1, 2]})  # batch 4, index 5
+    batches = [records[i : i + 10] for i in range(0, 100, 10)]
+    out = []
+    with pytest.raises(tfr.ParseError) as info:
+        for parsed in _parse.parse_batches(iter(batches), spec):
+            out.append(parsed["label"].tolist())
+    assert out == [list(range(i, i + 10)) for i in range(0, 40, 10)]
+    expect = _outcome(lambda: tfr.parse_example(batches[4], spec))
+    assert ("error", "ParseError", str(info.value), info.value.index) == expect
+    assert info.value.index == 5
+
+
+def test_parse_batches_undecodable_record_in_a_later_batch(monkeypatch: Any) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    spec = {"label": tfr.VarLenFeature(tfr.int64)}
+    records = [tfr.encode_example({"label": i}) for i in range(60)]
+    records[33] = b"\xff\xff garbage"
+    batches = [records[i : i + 16] for i in range(0, 60, 16)]
+    got = []
+    with pytest.raises(tfr.ParseError) as info:
+        for parsed in _parse.parse_batches(iter(batches), spec):
+            got.append(parsed["label"].values.tolist())
+    assert got == [list(range(16)), list(range(16, 32))]
+    assert info.value.index == 1
+
+
+def test_an_upstream_error_comes_after_the_batches_read_before_it(monkeypatch: Any) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    spec = {"label": tfr.FixedLenFeature([], tfr.int64)}
+
+    def batches() -> Any:
+        for i in range(3):
+            yield [tfr.encode_example({"label": 10 * i + j}) for j in range(10)]
+        raise tfr.DataLossError("damaged")
+
+    got = []
+    with pytest.raises(tfr.DataLossError):
+        for parsed in _parse.parse_batches(batches(), spec):
+            got.append(int(parsed["label"][0]))
+    assert got == [0, 10, 20]
+
+
+def test_parse_stream_mixes_batches_and_single_records(monkeypatch: Any) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 25)
+    spec = {"x": tfr.VarLenFeature(tfr.float32)}
+    recs = [tfr.encode_example({"x": [float(i)] * (i % 3)}) for i in range(40)]
+    items: list[Any] = [recs[0:10], recs[10:20], recs[20], recs[21:30], recs[30:40]]
+    got = list(_parse.parse_stream(iter(items), spec))
+    assert len(got) == 5
+    assert isinstance(got[2]["x"], tfr.SparseValue) and got[2]["x"].values.tolist() == [20.0] * 2
+    for item, parsed in zip(items, got):
+        if isinstance(item, list):
+            _same_parsed(parsed, tfr.parse_example(item, spec))
+
+
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_dataset_parse_batch_and_batch_parse_equal_parse_example(
+    tmp_path: Any, drop_remainder: bool, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 64)
+    records = _clean_taxi_like(300, seed=4)
+    path = str(tmp_path / "h.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+    specs = _specs(random.Random(9), KEYS)
+    n = 300 - 300 % 32 if drop_remainder else 300
+    batches = [records[i : min(i + 32, n)] for i in range(0, n, 32)]
+    ds = tfr.TFRecordDataset(path)
+    for s in (specs, {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}):
+        expect = _reference(batches, s)
+        for pipeline in (
+            ds.parse(s).batch(32, drop_remainder=drop_remainder),
+            ds.batch(32, drop_remainder=drop_remainder).parse(s),
+        ):
+            _same_runs(_run(pipeline), expect)
+
+
+# --------------------------------------------------------------------------- parse plans
+
+
+def test_a_plan_validates_the_spec_once(tmp_path: Any, monkeypatch: Any) -> None:
+    calls = []
+    real = _parse.validate_features
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_parse, "validate_features", counting)
+    path = str(tmp_path / "p.tfrecord")
+    tfr.write_examples(path, {"a": np.arange(20), "b": np.ones((20, 2), np.float32)})
+    spec = {"a": tfr.FixedLenFeature([], tfr.int64), "b": tfr.VarLenFeature(tfr.float32)}
+    data = tfr.read_examples(path, spec)
+    assert data["a"].tolist() == list(range(20))
+    assert len(calls) == 1
+    plan = _parse.compile_features(spec)
+    assert _parse.compile_features(plan) is plan
+    calls.clear()
+    for _ in range(3):
+        tfr.parse_example([tfr.encode_example({"a": 1, "b": [1.0]})] * 3, plan)
+    assert not calls
+    assert dict(plan) == {k: s for k, s in plan.items()} and len(plan) == 2
+
+
+def test_a_plan_keeps_errors_where_they_were() -> None:
+    # Made from a bad spec: the same error, raised where it was raised before.
+    with pytest.raises(TypeError):
+        _parse.compile_features({"a": 3})
+    plan = _parse.compile_features({"a": tfr.FixedLenSequenceFeature([], tfr.int64)})
+    with pytest.raises(ValueError, match="allow_missing"):
+        tfr.parse_example([b""], plan)
