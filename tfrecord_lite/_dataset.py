@@ -361,19 +361,11 @@ class _Parse(_Op):
         self.features = features
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        from ._parse import parse_example, parse_single_example
+        from ._parse import parse_stream
 
-        features = self.features
-
-        def parse(r: Any) -> Any:
-            # A list is a batch of raw records (``batch(n).parse(f)``): parse it as one.
-            return (
-                parse_example(r, features)
-                if isinstance(r, list)
-                else parse_single_example(r, features)
-            )
-
-        return _mapped(parse, upstream(key))
+        # A list is a batch of raw records (``batch(n).parse(f)``): parsed as
+        # ``parse_example`` would, consecutive batches extracted in large chunks.
+        return parse_stream(upstream(key), self.features)
 
     def describe(self) -> str:
         return f"parse({sorted(self.features)})"
@@ -512,10 +504,11 @@ class _ParseBatch(_Batch):
         self.features = features
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        from ._parse import parse_example
+        from ._parse import parse_batches
 
-        features = self.features
-        return _mapped(lambda chunk: parse_example(chunk, features), self.batches(upstream(key)))
+        # Each batch comes out as ``parse_example`` returns it; the records of
+        # several batches are extracted at once (see ``parse_batches``).
+        return parse_batches(self.batches(upstream(key)), self.features)
 
     def describe(self) -> str:
         return f"parse({sorted(self.features)}).batch({self.batch_size})"
@@ -1768,9 +1761,9 @@ class TFRecordDataset(Dataset):
             raise TypeError(
                 f"features must be a mapping of key -> feature spec, got {type(features).__name__}"
             )
-        from ._schema import validate_features
+        from ._parse import compile_features
 
-        new: TFRecordDataset = self._derive(_Parse(validate_features(features)))
+        new: TFRecordDataset = self._derive(_Parse(compile_features(features)))
         return new
 
     def __repr__(self) -> str:
