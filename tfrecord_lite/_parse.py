@@ -139,6 +139,8 @@ def _as_records(serialized: Any, what: str) -> list[bytes]:
             records.append(rec)
         elif isinstance(rec, (bytearray, memoryview, np.bytes_)):
             records.append(bytes(rec))
+        elif isinstance(rec, np.ndarray) and rec.ndim == 0 and isinstance(rec.item(), bytes):
+            records.append(rec.item())  # a 0-d array, as decode_json_example returns
         else:
             raise TypeError(f"serialized records must be bytes, got {type(rec).__name__}")
     return records
