@@ -278,3 +278,14 @@ def test_missing_pyarrow_message(monkeypatch: Any) -> None:
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     with pytest.raises(ImportError, match=r'pip install "tfrecord-lite\[arrow\]"'):
         tfa.to_arrow({"x": np.zeros(2)})
+
+
+def test_tensor_extension_columns_are_written_as_their_values(tmp_path: Path) -> None:
+    values = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    tensors = pa.FixedShapeTensorArray.from_numpy_ndarray(values)
+    cols = tfa.from_arrow(pa.table({"x": tensors}))
+    np.testing.assert_array_equal(cols["x"], values)
+    tfa.write_table(pa.table({"x": tensors}), tmp_path / "t.tfrecord")
+    spec = {"x": tfr.FixedLenFeature([2, 2], tfr.float32)}
+    parsed = tfr.parse_example(list(tfr.tf_record_iterator(tmp_path / "t.tfrecord")), spec)
+    np.testing.assert_array_equal(parsed["x"], values)

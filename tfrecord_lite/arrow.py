@@ -364,6 +364,8 @@ def _array_to_numpy(key: str, arr: Any) -> Union[np.ndarray, RaggedValue]:
     """One Arrow array -> dense array (primitive / fixed-size lists) or RaggedValue (lists)."""
     pa = _pa()
     t = arr.type
+    if isinstance(t, pa.BaseExtensionType):
+        return _extension_to_numpy(key, arr)
     if pa.types.is_fixed_size_list(t):
         _check_no_nulls(key, arr)
         n = len(arr)
@@ -382,6 +384,22 @@ def _array_to_numpy(key: str, arr: Any) -> Union[np.ndarray, RaggedValue]:
         splits = offsets - start
         return RaggedValue(_array_to_numpy(key, values), splits)
     return _leaf_to_numpy(key, arr)
+
+
+def _extension_to_numpy(key: str, arr: Any) -> Union[np.ndarray, RaggedValue]:
+    """Tensor extension types (Arrow's fixed-shape tensor, Ray Data's tensor columns)."""
+    _check_no_nulls(key, arr)
+    for method in ("to_numpy_ndarray", "to_numpy"):  # pyarrow's, then Ray's
+        convert = getattr(arr, method, None)
+        if convert is None:
+            continue
+        try:
+            out = np.asarray(convert() if method == "to_numpy_ndarray" else convert(False))
+        except (TypeError, ValueError, NotImplementedError):
+            continue
+        if len(out) == len(arr):
+            return out
+    return _array_to_numpy(key, arr.storage)
 
 
 def from_arrow(table: pa.Table) -> dict[str, Union[np.ndarray, RaggedValue]]:
