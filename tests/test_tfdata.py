@@ -203,7 +203,6 @@ def test_cache_replays_the_first_complete_epoch():
     assert [int(x) for x in partial.take(2)] == [0, 1]
     assert [int(x) for x in partial] == list(range(5))
     assert len(calls) == 2 + 5  # the interrupted epoch cached nothing
-    assert [int(x) for x in Dataset.range(3).cache("some-file").repeat(2)] == [0, 1, 2] * 2
 
 
 def test_cardinality_and_len(tmp_path):
@@ -303,3 +302,56 @@ def test_cache_is_per_input_and_pickles(tmp_path):
     assert list(half) == list(tfr.TFRecordDataset(paths).shard(2, 0))
     copy = pickle.loads(pickle.dumps(cached))
     assert list(copy) == everything
+
+
+def test_cache_to_a_file_is_reused_by_later_pipelines(tmp_path):
+    from tfrecord_lite._values import RaggedValue, SparseValue
+
+    calls = []
+
+    def make(i):
+        calls.append(int(i))
+        return {
+            "x": np.arange(int(i), dtype=np.float32),
+            "n": int(i),
+            "f": 0.1 * int(i),
+            "s": f"s{int(i)}",
+            "b": b"b\x00",
+            "t": (np.int64(i), np.array([b"a", b"bc"], dtype=object)),
+            "r": RaggedValue(np.arange(3), np.array([0, 1, 3])),
+            "sp": SparseValue(np.array([[0]]), np.array([7]), np.array([2])),
+            "none": None,
+        }
+
+    cache = os.fspath(tmp_path / "cache")
+
+    def pipeline():
+        return Dataset.range(4).map(make).cache(cache)
+
+    first = pipeline()
+    it = iter(first)
+    next(it)
+    it.close()
+    assert not os.path.exists(cache)  # an interrupted epoch leaves no cache file
+    a = list(first)
+    assert os.path.exists(cache) and len(calls) == 1 + 4
+    b = list(pipeline())  # a new pipeline (a later run) reads the file
+    assert len(calls) == 5
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        assert x["x"].dtype == y["x"].dtype and x["x"].tolist() == y["x"].tolist()
+        assert (x["n"], x["f"], x["s"], x["b"], x["none"]) == (y["n"], y["f"], y["s"], y["b"], None)
+        assert type(y["t"][0]) is np.int64 and y["t"][1].tolist() == [b"a", b"bc"]
+        assert y["r"].to_list() == [[0], [1, 2]] and y["sp"].values.tolist() == [7]
+    with open(cache, "r+b") as f:
+        f.seek(40)
+        f.write(b"\xff")
+    with pytest.raises(tfr.DataLossError):
+        list(pipeline())
+    other = os.fspath(tmp_path / "plain.tfrecord")
+    write_files(tmp_path, [1])
+    with pytest.raises(ValueError, match="not a tfrecord_lite cache file"):
+        list(Dataset.range(2).cache(os.fspath(tmp_path / "part-0.tfrecord")))
+    with pytest.raises(TypeError, match="cannot store"):
+        list(Dataset.range(2).map(lambda i: object()).cache(other))
+    assert not os.path.exists(other)
