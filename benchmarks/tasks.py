@@ -52,6 +52,10 @@ class Count:
     records: int
     nbytes: int
     check: int
+    #: A file the run wrote (write tasks): its size is reported, then it is read back.
+    out: str = ""
+    #: What the run used, when it chooses for itself (e.g. the deflate backend).
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,10 @@ class TaskInfo:
     check: str = "label"
     #: Exactly one timed run per child (big files; the RSS measurement).
     single_shot: bool = False
+    #: Records per batch (parse tasks).
+    batch: int = BATCH
+    #: Our variant the ratio and target use; None: our best variant.
+    ours_ref: Optional[str] = None
 
     @property
     def target_text(self) -> str:
@@ -83,6 +91,33 @@ class TaskInfo:
         if self.target_kind == "rss":
             return f"peak RSS growth <= {self.target_value:g} MiB"
         return ""
+
+
+def _parse_tasks() -> list[TaskInfo]:
+    """Read + parse at batch 1024 and 256 on every Example data set, and on sequences."""
+    out = []
+    for dataset, title, unit, target in (
+        ("mnist", "MNIST-like", "krec/s", 2.0),
+        ("imagenet", "ImageNet-like (~110 KB)", "MB/s", 2.0),
+        ("tabular", "Tabular (~170 B, fixed layout)", "krec/s", 1.5),
+        ("taxi", "Taxi-like (TFX, values missing, GZIP shards)", "krec/s", 1.5),
+        ("transformed", "Transformed (key order per record, GZIP shards)", "krec/s", 1.5),
+        ("sequence", "SequenceExample (floats + JPEG per step)", "krec/s", 0.0),
+    ):
+        for batch in (1024, 256):
+            name = f"{dataset}_parse" + ("" if batch == 1024 else f"_{batch}")
+            out.append(
+                TaskInfo(
+                    name,
+                    f"{title} read + parse, batch {batch}",
+                    dataset,
+                    unit,
+                    "tf" if target else "",
+                    target,
+                    batch=batch,
+                )
+            )
+    return out
 
 
 TASKS: dict[str, TaskInfo] = {
@@ -98,17 +133,16 @@ TASKS: dict[str, TaskInfo] = {
             tf_ref="tf_record_iterator",
             check="payload",
         ),
-        TaskInfo("mnist_parse", "MNIST read + parse to NumPy", "mnist", "krec/s", "tf", 3.0),
+        *_parse_tasks(),
         TaskInfo(
             "mnist_write",
             "MNIST write from NumPy arrays",
             "mnist",
             "krec/s",
             "tf",
-            10.0,
+            8.0,
             check="written",
         ),
-        TaskInfo("tabular_parse", "Tabular read + parse (~170 B)", "tabular", "krec/s", "tf", 3.0),
         TaskInfo(
             "imagenet_raw",
             "ImageNet-like raw records (~110 KB)",
@@ -119,15 +153,26 @@ TASKS: dict[str, TaskInfo] = {
             tf_ref="tf_record_iterator",
             check="payload",
         ),
-        TaskInfo("imagenet_parse", "ImageNet-like read + parse", "imagenet", "MB/s"),
         TaskInfo(
             "gzip_raw",
             "GZIP MNIST raw records",
             "mnist_gzip",
             "krec/s",
             "tf",
-            1.0,
+            1.5,
+            tf_ref="tf_record_iterator",
             check="payload",
+            ours_ref="tf_record_iterator",
+        ),
+        TaskInfo(
+            "gzip_write",
+            "GZIP write, taxi-like records, TF default options",
+            "taxi",
+            "krec/s",
+            "tf",
+            5.0,
+            check="written",
+            ours_ref="write_all (auto)",
         ),
         TaskInfo(
             "stream_rss",
@@ -142,6 +187,9 @@ TASKS: dict[str, TaskInfo] = {
         ),
     ]
 }
+
+#: The row "our parse rate as % of our raw-read rate": (parse task, raw task, target).
+PARSE_OF_RAW = ("mnist_parse", "mnist_raw", 0.60)
 
 
 class Missing(Exception):
@@ -169,6 +217,11 @@ class Context:
 
     def path(self, dataset: str) -> str:
         return str(self.data_dir / self.entry(dataset)["file"])
+
+    def paths(self, dataset: str) -> list[str]:
+        """Every file of a data set (the shards of a sharded one)."""
+        entry = self.entry(dataset)
+        return [str(self.data_dir / f) for f in entry.get("files", [entry["file"]])]
 
 
 Run = Callable[[], Count]
@@ -242,10 +295,25 @@ def _lite_dtype(tfr: Any, kind: str) -> Any:
 
 
 def lite_features(tfr: Any, dataset: str) -> dict[str, Any]:
+    if dataset in ("taxi", "transformed"):
+        return {
+            name: tfr.VarLenFeature(_lite_dtype(tfr, kind))
+            if how == "var"
+            else tfr.FixedLenFeature([], _lite_dtype(tfr, kind))
+            for name, kind, how in data.TAXI_SPEC
+        }
     return {
         f.name: tfr.FixedLenFeature(list(f.shape), _lite_dtype(tfr, f.kind))
         for f in data.SPECS[dataset]
     }
+
+
+def _parse_task_names() -> list[str]:
+    return [t.name for t in TASKS.values() if "_parse" in t.name]
+
+
+#: The parse tasks the peers that only know fixed-length Examples run.
+FIXED_PARSE = ("mnist_parse", "tabular_parse", "imagenet_parse")
 
 
 @impl(
@@ -259,20 +327,54 @@ def lite_raw(ctx: Context, task: TaskInfo) -> dict[str, Run]:
 
     need(tfr, "tf_record_iterator")
     path, size = ctx.path(task.dataset), ctx.entry(task.dataset)["file_bytes"]
-    return {"tf_record_iterator": lambda: _count_raw(tfr.tf_record_iterator(path), size)}
+    variants = {"tf_record_iterator": lambda: _count_raw(tfr.tf_record_iterator(path), size)}
+    if ctx.entry(task.dataset)["compression"] and not task.single_shot:
+        for backend in _deflate_backends():
+            variants[f"tf_record_iterator ({backend} inflate)"] = _with_backend(
+                backend, lambda: _count_raw(tfr.tf_record_iterator(path), size)
+            )
+    return variants
 
 
-@impl(
-    ("mnist_parse", "tfrecord_lite"),
-    ("tabular_parse", "tfrecord_lite"),
-    ("imagenet_parse", "tfrecord_lite"),
-)
+DEFLATE_ENV = "TFRECORD_LITE_DEFLATE_BACKEND"
+
+
+def _deflate_backends() -> list[str]:
+    """The deflate backends installed here (empty if this tfrecord_lite has none)."""
+    try:
+        from tfrecord_lite import _compress
+    except ImportError:
+        return []
+    return list(_compress.available_deflate_backends())
+
+
+def _with_backend(backend: str, fn: Run) -> Run:
+    """``fn`` run with ``TFRECORD_LITE_DEFLATE_BACKEND=backend`` (read per reader/writer)."""
+
+    def run() -> Count:
+        old = os.environ.get(DEFLATE_ENV)
+        os.environ[DEFLATE_ENV] = backend
+        try:
+            return fn()
+        finally:
+            if old is None:
+                del os.environ[DEFLATE_ENV]
+            else:
+                os.environ[DEFLATE_ENV] = old
+
+    return run
+
+
 def lite_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     tfr = _tfr()
     need(tfr, "TFRecordDataset", "parse_example", "FixedLenFeature")
-    path, size = ctx.path(task.dataset), ctx.entry(task.dataset)["file_bytes"]
-    features = lite_features(tfr, task.dataset)
+    paths, size = ctx.paths(task.dataset), ctx.entry(task.dataset)["file_bytes"]
+    source: Any = paths[0] if len(paths) == 1 else paths
     key = data.CHECK_KEY[task.dataset]
+    batch = task.batch
+    if task.dataset == "sequence":
+        return _lite_sequence(tfr, source, size, batch)
+    features = lite_features(tfr, task.dataset)
     parse_example = tfr.parse_example
 
     def count(batches: Iterable[Any]) -> Count:
@@ -285,19 +387,48 @@ def lite_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
 
     def batch_then_parse() -> Count:
         # TensorFlow's pipeline, spelled the same way.
-        batches = tfr.TFRecordDataset(path).batch(BATCH)
-        return count(parse_example(batch, features) for batch in batches)
+        batches = tfr.TFRecordDataset(source).batch(batch)
+        return count(parse_example(b, features) for b in batches)
 
     variants = {"batch+parse_example": batch_then_parse}
-    ds = tfr.TFRecordDataset(path)
+    ds = tfr.TFRecordDataset(source)
     if hasattr(ds, "parse"):
         # The dataset's own fused pipeline (and with a background prefetch thread).
-        pipeline = ds.parse(features).batch(BATCH)
+        pipeline = ds.parse(features).batch(batch)
         variants["parse.batch"] = lambda: count(pipeline)
         if hasattr(pipeline, "prefetch"):
             prefetched = pipeline.prefetch(2)
             variants["parse.batch.prefetch"] = lambda: count(prefetched)
     return variants
+
+
+def _sequence_specs(make_fixed: Any, make_seq: Any, dtype: Any) -> tuple[Any, Any]:
+    context = {f.name: make_fixed(list(f.shape), dtype(f.kind)) for f in data.SEQUENCE_CONTEXT}
+    steps = {f.name: make_seq(list(f.shape), dtype(f.kind)) for f in data.SEQUENCE_STEPS}
+    return context, steps
+
+
+def _lite_sequence(tfr: Any, source: Any, size: int, batch: int) -> dict[str, Run]:
+    need(tfr, "parse_sequence_example", "FixedLenSequenceFeature")
+    context, steps = _sequence_specs(
+        tfr.FixedLenFeature, tfr.FixedLenSequenceFeature, lambda k: _lite_dtype(tfr, k)
+    )
+    parse = tfr.parse_sequence_example
+
+    def run() -> Count:
+        n = check = 0
+        for b in tfr.TFRecordDataset(source).batch(batch):
+            ctx_values, _, _ = parse(b, context, steps)
+            labels = ctx_values["label"]
+            n += len(labels)
+            check += _first_column_sum(labels)
+        return Count(n, size, check)
+
+    return {"batch+parse_sequence_example": run}
+
+
+for _name in _parse_task_names():
+    impl((_name, "tfrecord_lite"))(lite_parse)
 
 
 @impl(("mnist_write", "tfrecord_lite"))
@@ -321,6 +452,34 @@ def lite_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     return {"write_examples" + ("(bytes_rows)" if bytes_rows else "(list of bytes)"): run}
 
 
+def _taxi_records(ctx: Context) -> list[bytes]:
+    """The taxi-like records (read untimed, with our reader), to be written again."""
+    tfr = _tfr()
+    return [r for path in ctx.paths("taxi") for r in tfr.tf_record_iterator(path)]
+
+
+@impl(("gzip_write", "tfrecord_lite"))
+def lite_gzip_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
+    tfr = _tfr()
+    records = _taxi_records(ctx)
+    size = ctx.entry(task.dataset)["framed_bytes"]
+
+    def make(backend: str, out: str) -> Run:
+        def run() -> Count:
+            with tfr.TFRecordWriter(out, "GZIP") as w:
+                w.write_all(records)
+                # ``auto`` decides on the first 128 KiB: which encoder it kept.
+                note = getattr(getattr(w, "_zobj", None), "backend", "") or backend
+            return Count(len(records), size, 0, out, note)
+
+        return _with_backend(backend, run)
+
+    variants = {"write_all (auto)": make("auto", _out_path(ctx, "lite-auto"))}
+    for backend in _deflate_backends():
+        variants[f"write_all ({backend})"] = make(backend, _out_path(ctx, f"lite-{backend}"))
+    return variants
+
+
 # --------------------------------------------------------------------------- TensorFlow
 
 
@@ -333,6 +492,13 @@ def _import_tf() -> Any:
 
 def tf_features(tf: Any, dataset: str) -> dict[str, Any]:
     dtypes = {"bytes": tf.string, "int64": tf.int64, "float32": tf.float32}
+    if dataset in ("taxi", "transformed"):
+        return {
+            name: tf.io.VarLenFeature(dtypes[kind])
+            if how == "var"
+            else tf.io.FixedLenFeature([], dtypes[kind])
+            for name, kind, how in data.TAXI_SPEC
+        }
     return {
         f.name: tf.io.FixedLenFeature(list(f.shape), dtypes[f.kind]) for f in data.SPECS[dataset]
     }
@@ -367,30 +533,39 @@ def tf_raw(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     return variants
 
 
-@impl(
-    ("mnist_parse", "tensorflow"),
-    ("tabular_parse", "tensorflow"),
-    ("imagenet_parse", "tensorflow"),
-)
 def tf_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     tf = _import_tf()
-    path, size = ctx.path(task.dataset), ctx.entry(task.dataset)["file_bytes"]
-    spec = tf_features(tf, task.dataset)
+    entry = ctx.entry(task.dataset)
+    paths, size, comp = ctx.paths(task.dataset), entry["file_bytes"], entry["compression"]
     key = data.CHECK_KEY[task.dataset]
     autotune = tf.data.AUTOTUNE
+    batch = task.batch
 
-    def parse(x: Any) -> Any:
-        return tf.io.parse_example(x, spec)
+    if task.dataset == "sequence":
+        dtypes = {"bytes": tf.string, "int64": tf.int64, "float32": tf.float32}
+        context, steps = _sequence_specs(
+            tf.io.FixedLenFeature, tf.io.FixedLenSequenceFeature, dtypes.__getitem__
+        )
+
+        def parse(x: Any) -> Any:
+            ctx_values, _, _ = tf.io.parse_sequence_example(x, context, steps)
+            return ctx_values
+
+    else:
+        spec = tf_features(tf, task.dataset)
+
+        def parse(x: Any) -> Any:
+            return tf.io.parse_example(x, spec)
+
+    def source() -> Any:
+        return tf.data.TFRecordDataset(paths, compression_type=comp or None)
 
     # Built (and `parse` traced) here, untimed; each run iterates a fresh iterator.
     pipelines = {
-        "batch.map": tf.data.TFRecordDataset(path).batch(BATCH).map(parse),
-        "batch.map.prefetch": tf.data.TFRecordDataset(path)
-        .batch(BATCH)
-        .map(parse)
-        .prefetch(autotune),
-        "batch.map(AUTOTUNE).prefetch": tf.data.TFRecordDataset(path)
-        .batch(BATCH)
+        "batch.map": source().batch(batch).map(parse),
+        "batch.map.prefetch": source().batch(batch).map(parse).prefetch(autotune),
+        "batch.map(AUTOTUNE).prefetch": source()
+        .batch(batch)
         .map(parse, num_parallel_calls=autotune)
         .prefetch(autotune),
     }
@@ -398,8 +573,10 @@ def tf_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     def runner(ds: Any) -> Run:
         def run() -> Count:
             n = check = 0
-            for batch in ds.as_numpy_iterator():
-                labels = batch[key]
+            for b in ds.as_numpy_iterator():
+                labels = b[key]
+                if not isinstance(labels, np.ndarray):  # a SparseTensorValue
+                    labels = labels.values
                 n += len(labels)
                 check += _first_column_sum(labels)
             return Count(n, size, check)
@@ -407,6 +584,27 @@ def tf_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
         return run
 
     return {name: runner(ds) for name, ds in pipelines.items()}
+
+
+for _name in _parse_task_names():
+    impl((_name, "tensorflow"))(tf_parse)
+
+
+@impl(("gzip_write", "tensorflow"))
+def tf_gzip_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
+    tf = _import_tf()
+    records = _taxi_records(ctx)
+    size = ctx.entry(task.dataset)["framed_bytes"]
+    out = _out_path(ctx, "tensorflow")
+    options = tf.io.TFRecordOptions(compression_type="GZIP")
+
+    def run() -> Count:
+        with tf.io.TFRecordWriter(out, options) as w:
+            for r in records:
+                w.write(r)
+        return Count(len(records), size, 0, out)
+
+    return {"TFRecordWriter(GZIP)": run}
 
 
 @impl(("mnist_write", "tensorflow"))
@@ -745,10 +943,14 @@ def run_child(
         result["ru_maxrss_kb"] = _maxrss_kb()
         peak = _proc_status_kb("VmHWM") if rss_before is not None else None
         result["maxrss_kb"] = peak if peak is not None else result["ru_maxrss_kb"]
+        out_bytes: dict[str, int] = {}
         if task.check == "written":
             for name, count in counts.items():
-                out = _out_path(ctx, impl_name)
-                counts[name] = Count(count.records, count.nbytes, _read_back(out))
+                out = count.out or _out_path(ctx, impl_name)
+                out_bytes[name] = os.path.getsize(out)
+                counts[name] = Count(
+                    count.records, count.nbytes, _read_back(out), count.out, count.note
+                )
                 os.unlink(out)
         result["variants"] = {
             name: {
@@ -756,6 +958,8 @@ def run_child(
                 "records": counts[name].records,
                 "nbytes": counts[name].nbytes,
                 "check": counts[name].check,
+                "note": counts[name].note,
+                "out_bytes": out_bytes.get(name),
             }
             for name in variants
         }
