@@ -52,7 +52,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 
@@ -76,6 +76,7 @@ INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 
 EpochKey = tuple[int, ...]
+_D = TypeVar("_D", bound="Dataset")
 Upstream = Callable[[EpochKey], Iterator[Any]]
 
 #: Smallest read block per file when interleaving many files.
@@ -1517,7 +1518,7 @@ class Dataset:
 
     # -- plumbing
 
-    def _derive(self, op: Optional[_Op] = None, **source_changes: Any) -> Any:
+    def _derive(self: _D, op: Optional[_Op] = None, **source_changes: Any) -> _D:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._source = self._source.copy(**source_changes) if source_changes else self._source
@@ -1591,12 +1592,12 @@ class Dataset:
     # -- transformations
 
     def map(
-        self,
+        self: _D,
         map_func: Callable[..., Any],
         num_parallel_calls: Optional[int] = None,
         deterministic: Optional[bool] = None,
         name: Optional[str] = None,
-    ) -> Any:
+    ) -> _D:
         """Apply ``map_func`` to each element (a tuple element is passed unpacked, as tf.data).
 
         ``num_parallel_calls=N`` (or :data:`AUTOTUNE`) runs it on N threads, keeping the
@@ -1607,19 +1608,19 @@ class Dataset:
             raise TypeError("map_func must be callable")
         return self._derive(_Map(map_func, _threads("num_parallel_calls", num_parallel_calls)))
 
-    def filter(self, predicate: Callable[[Any], Any], name: Optional[str] = None) -> Any:
+    def filter(self: _D, predicate: Callable[[Any], Any], name: Optional[str] = None) -> _D:
         """Keep the elements for which ``predicate(element)`` is true."""
         if not callable(predicate):
             raise TypeError("predicate must be callable")
         return self._derive(_Filter(predicate))
 
     def shuffle(
-        self,
+        self: _D,
         buffer_size: int,
         seed: Optional[int] = None,
         reshuffle_each_iteration: bool = True,
         name: Optional[str] = None,
-    ) -> Any:
+    ) -> _D:
         """Shuffle with a buffer of ``buffer_size`` elements, as tf.data.
 
         Memory holds ``buffer_size`` elements, whatever the number of files or
@@ -1632,7 +1633,7 @@ class Dataset:
         return self._derive(_Shuffle(size, _seed_entropy(seed), bool(reshuffle_each_iteration)))
 
     def batch(
-        self,
+        self: _D,
         batch_size: int,
         drop_remainder: bool = False,
         num_parallel_calls: Optional[int] = None,
@@ -1640,7 +1641,7 @@ class Dataset:
         name: Optional[str] = None,
         *,
         ragged: str = "auto",
-    ) -> Any:
+    ) -> _D:
         """Group ``batch_size`` consecutive elements.
 
         After :meth:`TFRecordDataset.parse`: the dict of columns ``parse_example``
@@ -1667,13 +1668,13 @@ class Dataset:
         )
 
     def padded_batch(
-        self,
+        self: _D,
         batch_size: int,
         padded_shapes: Any = None,
         padding_values: Any = None,
         drop_remainder: bool = False,
         name: Optional[str] = None,
-    ) -> Any:
+    ) -> _D:
         """Group ``batch_size`` elements, padding each array to a common shape, as tf.data.
 
         ``padded_shapes`` (optional, with the elements' structure: a dict, tuple or
@@ -1691,17 +1692,17 @@ class Dataset:
             )
         )
 
-    def unbatch(self, name: Optional[str] = None) -> Any:
+    def unbatch(self: _D, name: Optional[str] = None) -> _D:
         """Split each element along its first dimension: the inverse of :meth:`batch`."""
         return self._derive(_Unbatch())
 
-    def enumerate(self, start: int = 0, name: Optional[str] = None) -> Any:
+    def enumerate(self: _D, start: int = 0, name: Optional[str] = None) -> _D:
         """Pair each element with its position: ``(np.int64(i), element)`` from ``start``."""
         if isinstance(start, bool) or not isinstance(start, (int, np.integer)):
             raise TypeError(f"start must be an int, got {type(start).__name__}")
         return self._derive(_Enumerate(int(start)))
 
-    def cache(self, filename: str = "", name: Optional[str] = None) -> Any:
+    def cache(self: _D, filename: str = "", name: Optional[str] = None) -> _D:
         """Keep the elements of the first complete epoch; later epochs replay them.
 
         As tf.data's cache: an epoch that stops early caches nothing, and what is
@@ -1721,14 +1722,14 @@ class Dataset:
         return self._derive(_Cache(os.fspath(filename)))
 
     def interleave(
-        self,
+        self: _D,
         map_func: Callable[[Any], Dataset],
         cycle_length: Optional[int] = None,
         block_length: Optional[int] = None,
         num_parallel_calls: Optional[int] = None,
         deterministic: Optional[bool] = None,
         name: Optional[str] = None,
-    ) -> Any:
+    ) -> _D:
         """Map each element to a dataset and interleave them, in tf.data's order.
 
         ``cycle_length`` (default: the number of CPUs) datasets are open at once;
@@ -1751,11 +1752,11 @@ class Dataset:
         )
         return self._derive(_Interleave(map_func, cycle, block, workers))
 
-    def flat_map(self, map_func: Callable[[Any], Dataset], name: Optional[str] = None) -> Any:
+    def flat_map(self: _D, map_func: Callable[[Any], Dataset], name: Optional[str] = None) -> _D:
         """Map each element to a dataset and chain them (``interleave`` with cycle 1)."""
         return self.interleave(map_func, cycle_length=1)
 
-    def shard(self, num_shards: int, index: int, name: Optional[str] = None) -> Any:
+    def shard(self: _D, num_shards: int, index: int, name: Optional[str] = None) -> _D:
         """Keep elements ``index, index + num_shards, ...``, as tf.data's ``shard``.
 
         (On a :class:`TFRecordDataset` ``shard`` splits the input records instead,
@@ -1767,21 +1768,21 @@ class Dataset:
             raise ValueError(f"shard index must be in [0, {n}), got {i}")
         return self._derive(_ElementShard(n, i))
 
-    def take(self, count: int, name: Optional[str] = None) -> Any:
+    def take(self: _D, count: int, name: Optional[str] = None) -> _D:
         """At most ``count`` elements (``-1``: all)."""
         return self._derive(_Take(_count("count", count, -1)))
 
-    def skip(self, count: int, name: Optional[str] = None) -> Any:
+    def skip(self: _D, count: int, name: Optional[str] = None) -> _D:
         """Drop the first ``count`` elements (``-1``: all)."""
         return self._derive(_Skip(_count("count", count, -1)))
 
-    def repeat(self, count: Optional[int] = None, name: Optional[str] = None) -> Any:
+    def repeat(self: _D, count: Optional[int] = None, name: Optional[str] = None) -> _D:
         """Repeat ``count`` times (``None`` or ``-1``: forever). Each repetition reshuffles."""
         if count is not None and count == -1:
             count = None
         return self._derive(_Repeat(None if count is None else _count("count", count, 0)))
 
-    def prefetch(self, buffer_size: int = 2, name: Optional[str] = None) -> Any:
+    def prefetch(self: _D, buffer_size: int = 2, name: Optional[str] = None) -> _D:
         """Prepare up to ``buffer_size`` elements ahead in a background thread.
 
         The thread stops as soon as the loop ends, breaks, or the iterator is

@@ -11,8 +11,6 @@ Elements are NumPy values (no ``.numpy()`` needed). ``tfr.data.experimental`` ho
 ``AUTOTUNE``, ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY`` and ``cardinality``.
 """
 
-from types import SimpleNamespace
-
 from ._dataset import (
     AUTOTUNE,
     INFINITE_CARDINALITY,
@@ -22,19 +20,21 @@ from ._dataset import (
 )
 
 
-def _cardinality(dataset: Dataset) -> int:
-    """``tf.data.experimental.cardinality(dataset)``: :meth:`Dataset.cardinality`."""
-    return dataset.cardinality()
+class experimental:
+    """``tf.data.experimental``: the names scripts still use from it."""
 
+    #: ``tf.data.experimental.AUTOTUNE``
+    AUTOTUNE = AUTOTUNE
+    #: ``tf.data.experimental.INFINITE_CARDINALITY``
+    INFINITE_CARDINALITY = INFINITE_CARDINALITY
+    #: ``tf.data.experimental.UNKNOWN_CARDINALITY``
+    UNKNOWN_CARDINALITY = UNKNOWN_CARDINALITY
 
-#: ``tf.data.experimental``: the names TF1-era and TF2 scripts still use from it.
-experimental = SimpleNamespace(
-    AUTOTUNE=AUTOTUNE,
-    INFINITE_CARDINALITY=INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY=UNKNOWN_CARDINALITY,
-    cardinality=_cardinality,
-    __all__=["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality"],
-)
+    @staticmethod
+    def cardinality(dataset: Dataset) -> int:
+        """``tf.data.experimental.cardinality(dataset)``: ``dataset.cardinality()``."""
+        return dataset.cardinality()
+
 
 __all__ = [
     "AUTOTUNE",
