@@ -703,9 +703,97 @@ def _remove_quietly(paths: Sequence[str]) -> None:
             os.remove(p)
 
 
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def _convert_parquet(args: argparse.Namespace, ctx: _Ctx, inputs: list[str]) -> int:
+    """``convert --to parquet`` (TFRecords -> one Parquet file), or Parquet inputs -> TFRecords."""
+    from .arrow import _pa, iter_tables, table_records
+
+    pa = _pa()
+    import pyarrow.parquet as pq
+
+    out = args.output
+    for i in inputs:
+        if _same_file(i, out) or os.path.abspath(i) == os.path.abspath(out):
+            raise UsageError(f"output {out!r} is also an input: write to another file")
+    if os.path.isdir(out):
+        raise UsageError(f"output {out!r} is a directory")
+    out_dir = os.path.dirname(out)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    from_parquet = args.from_format == "parquet" or (
+        args.from_format is None and all(i.lower().endswith(_PARQUET_SUFFIXES) for i in inputs)
+    )
+    written = 0
+    if args.to == "parquet":
+        if from_parquet:
+            raise UsageError("the inputs are Parquet already: --to parquet needs TFRecord inputs")
+        if args.shards or args.index or args.compression:
+            raise UsageError("--shards, --index and --compression are for TFRecord output")
+        tmp = f"{out}.tmp-{os.getpid()}"
+        writer = None
+        try:
+            for table in iter_tables(inputs, sample=args.sample):
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+                written += table.num_rows
+            if writer is None:  # no records: an empty file with no columns
+                writer = pq.ParquetWriter(tmp, pa.schema([]))
+            writer.close()
+            os.replace(tmp, out)
+        except BaseException:
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    writer.close()
+            _remove_quietly([tmp])
+            raise
+        what = "Parquet"
+    else:
+        if not from_parquet:
+            raise UsageError("--from parquet: the inputs must be Parquet files")
+        comp = _compression_arg(args.compression)
+        from ._sharded import ShardedWriter
+
+        if args.shards:
+            sharded = ShardedWriter(
+                out, num_shards=args.shards, compression=comp, write_index=args.index
+            )
+            try:
+                for path in inputs:
+                    for batch in pq.ParquetFile(path).iter_batches():
+                        written += sharded.write_all(table_records(pa.Table.from_batches([batch])))
+            except BaseException:
+                sharded.abort()
+                _remove_quietly(_inprogress_names(out, args.shards))
+                raise
+            paths = sharded.close()
+            out = f"{paths[0]} ... {paths[-1]}" if len(paths) > 1 else paths[0]
+        else:
+            with TFRecordWriter(out, comp, atomic=True) as w:
+                for path in inputs:
+                    for batch in pq.ParquetFile(path).iter_batches():
+                        written += w.write_all(table_records(pa.Table.from_batches([batch])))
+            if args.index:
+                from ._index import create_index
+
+                create_index(out)
+        what = comp or "uncompressed"
+    if not ctx.quiet:
+        print(f"wrote {_plural(written, 'record')} to {out} ({what})")
+    return EXIT_OK
+
+
 def cmd_convert(args: argparse.Namespace, ctx: _Ctx) -> int:
     out = args.output
     inputs = _inputs(args.inputs)
+    if (
+        args.to == "parquet"
+        or args.from_format == "parquet"
+        or all(i.lower().endswith(_PARQUET_SUFFIXES) for i in inputs)
+    ):
+        return _convert_parquet(args, ctx, inputs)
     comp = _compression_arg(args.compression)
     shards: Optional[int] = args.shards
     if shards is not None and shards < 1:
@@ -1322,6 +1410,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"{PROG} convert 'part-*.tfrecord' merged.tfrecord",
             f"{PROG} convert big.tfrecord out/train --shards 16",
             f"{PROG} convert damaged.tfrecord repaired.tfrecord --skip-bad",
+            f"{PROG} convert 'train-*.tfrecord' train.parquet --to parquet",
+            f"{PROG} convert train.parquet train.tfrecord.gz --compression GZIP",
         ),
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="input files, globs or name@N specs")
@@ -1340,6 +1430,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop damaged records (each is reported) instead of stopping",
     )
     p.add_argument("--index", action="store_true", help="write an index file beside each output")
+    p.add_argument(
+        "--to",
+        choices=("tfrecord", "parquet"),
+        default="tfrecord",
+        help="output format: parquet writes one Parquet file, columns as in "
+        "tfrecord_lite.arrow (needs pyarrow)",
+    )
+    p.add_argument(
+        "--from",
+        dest="from_format",
+        choices=("tfrecord", "parquet"),
+        help="input format (default: parquet when every input ends in .parquet / .pq)",
+    )
+    p.add_argument(
+        "--sample",
+        type=_positive_int,
+        default=DEFAULT_SAMPLE,
+        metavar="N",
+        help=f"records the Parquet schema is inferred from (default {DEFAULT_SAMPLE})",
+    )
 
     p = add(
         "from-images",
