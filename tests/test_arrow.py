@@ -289,3 +289,42 @@ def test_tensor_extension_columns_are_written_as_their_values(tmp_path: Path) ->
     spec = {"x": tfr.FixedLenFeature([2, 2], tfr.float32)}
     parsed = tfr.parse_example(list(tfr.tf_record_iterator(tmp_path / "t.tfrecord")), spec)
     np.testing.assert_array_equal(parsed["x"], values)
+
+
+# --------------------------------------------------------------------------- CLI: Parquet
+
+
+def test_cli_convert_to_parquet_and_back(tmp_path: Path, capsys: Any) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    from tfrecord_lite._cli import main
+
+    src = tmp_path / "in.tfrecord"
+    with tfr.TFRecordWriter(src) as w:
+        w.write_all(RECORDS)
+    assert main(["convert", str(src), str(tmp_path / "t.parquet"), "--to", "parquet"]) == 0
+    assert "wrote 23 records" in capsys.readouterr().out
+    inferred = tfr.infer_schema(src)
+    want = tfa.to_arrow(tfr.parse_example(RECORDS, inferred), inferred)
+    assert pq.read_table(tmp_path / "t.parquet").equals(want)
+    # Parquet inputs (by suffix) back into TFRecords: one file, or GZIP shards
+    assert main(["-q", "convert", str(tmp_path / "t.parquet"), str(tmp_path / "back")]) == 0
+    assert tfa.read_table(tmp_path / "back", inferred).equals(want)
+    argv = ["convert", str(tmp_path / "t.parquet"), str(tmp_path / "sh"), "--shards", "2"]
+    assert main([*argv, "--compression", "GZIP", "-q"]) == 0
+    shards = sorted(str(p) for p in tmp_path.glob("sh-*"))
+    assert [Path(p).name for p in shards] == ["sh-00000-of-00002", "sh-00001-of-00002"]
+    assert sorted(tfa.read_table(shards, inferred).column("label").to_pylist()) == list(range(23))
+
+
+def test_cli_parquet_usage_errors(tmp_path: Path, capsys: Any) -> None:
+    from tfrecord_lite._cli import main
+
+    src = tmp_path / "in.tfrecord"
+    with tfr.TFRecordWriter(src) as w:
+        w.write_all(RECORDS)
+    out = str(tmp_path / "t.parquet")
+    assert main(["convert", str(src), out, "--to", "parquet", "--shards", "2"]) == 2
+    assert "--shards" in capsys.readouterr().err
+    assert not Path(out).exists()
+    assert main(["convert", str(src), out, "--from", "parquet"]) != 0
+    assert not Path(out).exists()
