@@ -305,6 +305,10 @@ def _chain_files(readers: list[Callable[[], Iterator[bytes]]]) -> Iterator[bytes
             _close(it)
 
 
+#: Marks the end of an iterator in ``next(it, _END)``.
+_END = object()
+
+
 def _interleave(
     readers: Iterable[Callable[[], Iterator[Any]]], cycle_length: int, block_length: int
 ) -> Iterator[Any]:
@@ -326,12 +330,19 @@ def _interleave(
                 if it is None:
                     continue
                 active = True
-                taken = 0
-                for taken, record in enumerate(itertools.islice(it, block_length), 1):  # noqa: B007
-                    yield record
-                if taken < block_length:  # this file is done: its slot takes the next file
-                    _close(it)
-                    slots[s] = None
+                if block_length == 1:
+                    record = next(it, _END)
+                    if record is not _END:
+                        yield record
+                        continue
+                else:
+                    taken = 0
+                    for taken, record in enumerate(itertools.islice(it, block_length), 1):  # noqa: B007
+                        yield record
+                    if taken == block_length:
+                        continue
+                _close(it)  # this file is done: its slot takes the next file on its turn
+                slots[s] = None
             if not active and exhausted_input:
                 return
     finally:
