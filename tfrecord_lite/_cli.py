@@ -914,8 +914,48 @@ def _default_workers(n_tasks: int) -> int:
     return max(1, min(cpus, 8))
 
 
+def _from_images_on_ray(args: argparse.Namespace, ctx: _Ctx) -> int:
+    """``from-images --engine ray``: one Ray task per shard (tfrecord_lite.ray)."""
+    from .ray import _ray_data, images_to_tfrecords
+
+    _ray_data()  # the install hint, if Ray is missing
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    result = images_to_tfrecords(
+        args.dir,
+        args.out,
+        shards=args.shards,
+        size=args.size,
+        encode=args.encode,
+        channels=args.channels,
+        quality=args.quality,
+        shuffle=args.shuffle,
+        seed=args.seed,
+        compression=_compression_arg(args.compression) or None,
+    )
+    for rel, why in result["skipped"]:
+        print(f"{PROG}: skipped {os.path.join(args.dir, rel)}: {why}", file=sys.stderr)
+    paths, written = result["paths"], result["written"]
+    if not ctx.quiet:
+        where = paths[0] if len(paths) == 1 else f"{paths[0]} ... {paths[-1]}"
+        classes = _plural(len(result["classes"]), "class", "classes")
+        print(f"wrote {_plural(written, 'image')} of {classes} to {where} and {result['labels']}")
+    if written == 0:
+        print(f"{PROG}: error: no image could be read from {args.dir!r}", file=sys.stderr)
+        return EXIT_DATA
+    return EXIT_DATA if result["skipped"] and not args.allow_skips else EXIT_OK
+
+
 def cmd_from_images(args: argparse.Namespace, ctx: _Ctx) -> int:
     from ._images import ImageOptions, convert_task, pil, scan_image_folder
+    if args.engine == "ray":
+        if not os.path.isdir(args.dir):
+            raise UsageError(f"{args.dir!r} is not a directory")
+        if args.index:
+            raise UsageError("--index is not supported with --engine ray")
+        return _from_images_on_ray(args, ctx)
     from ._sharded import ShardedWriter
 
     if not os.path.isdir(args.dir):
@@ -1504,6 +1544,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-skips",
         action="store_true",
         help="exit 0 even when some files could not be decoded",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: one Ray task per shard, on the cluster of --ray-address (the folders "
+        "must be on a file system every node sees; needs tfrecord-lite[ray])",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="Ray cluster to join (default: RAY_ADDRESS, else a local Ray)",
     )
 
     p = add(
