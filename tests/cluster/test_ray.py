@@ -262,3 +262,21 @@ def test_images_to_tfrecords_equals_the_cli(ray_cluster: Any, tmp_path: Path) ->
     assert sorted(os.listdir(tmp_path / "onray")) == sorted(
         ["labels.txt", *(os.path.basename(p) for p in result["paths"])]
     )
+
+
+def test_cli_from_images_engine_ray(ray_cluster: Any, tmp_path: Path) -> None:
+    from tfrecord_lite._cli import main
+    from tfrecord_lite._images import make_digit_folder
+
+    make_digit_folder(str(tmp_path / "digits"), per_class=3, bad=1)
+    base = ["-q", "from-images", str(tmp_path / "digits")]
+    assert main([*base, str(tmp_path / "local" / "d"), "--shards", "2"]) == 1  # one bad file
+    argv = [*base, str(tmp_path / "ray" / "d"), "--shards", "2", "--engine", "ray"]
+    assert main(argv) == 1
+    assert main([*argv, "--allow-skips"]) == 0
+    # no bad file ended up in a shard; every good image is in one, labelled as locally
+    local = tfa.read_table(sorted(map(str, (tmp_path / "local").glob("d-*"))))
+    onray = tfa.read_table(sorted(map(str, (tmp_path / "ray").glob("d-*"))))
+    key = "image/filename"
+    assert sorted(onray.column(key).to_pylist()) == sorted(local.column(key).to_pylist())
+    assert onray.num_rows == 30
