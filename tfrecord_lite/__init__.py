@@ -30,6 +30,7 @@ Layers, bottom up; a module imports only from its own row or the rows above it:
 ``torch``, ``_cli``, ``_images``            PyTorch, the command line and its helpers,
 ``_progress``, ``io``, ``train``, ``data``  and the TensorFlow-named namespaces
 ``python_io``, ``compat``
+``arrow``, ``ray``, ``dask``                Arrow/pandas tables, Ray Data, Dask (extras)
 ==========================================  ===================================================
 """
 
