@@ -949,13 +949,13 @@ def _from_images_on_ray(args: argparse.Namespace, ctx: _Ctx) -> int:
 
 
 def cmd_from_images(args: argparse.Namespace, ctx: _Ctx) -> int:
-    from ._images import ImageOptions, convert_task, pil, scan_image_folder
     if args.engine == "ray":
         if not os.path.isdir(args.dir):
             raise UsageError(f"{args.dir!r} is not a directory")
         if args.index:
             raise UsageError("--index is not supported with --engine ray")
         return _from_images_on_ray(args, ctx)
+    from ._images import ImageOptions, convert_task, pil, scan_image_folder, worker_pool
     from ._sharded import ShardedWriter
 
     if not os.path.isdir(args.dir):
@@ -1001,13 +1001,17 @@ def cmd_from_images(args: argparse.Namespace, ctx: _Ctx) -> int:
     shards = args.shards
     skipped: list[str] = []
     written = 0
+    pools = contextlib.ExitStack()
     pool = None
     if workers > 1 and len(tasks) > 1:
-        import multiprocessing
-
-        pool = multiprocessing.get_context().Pool(workers)
+        # workers ignore Ctrl-C: the parent reports it once and cleans up
+        pool = pools.enter_context(worker_pool(workers))
     comp = _compression_arg(args.compression)
-    writer = ShardedWriter(out, num_shards=shards, compression=comp, write_index=args.index)
+    try:
+        writer = ShardedWriter(out, num_shards=shards, compression=comp, write_index=args.index)
+    except BaseException:
+        pools.close()
+        raise
     try:
         if pool is not None:
             chunk = max(1, min(32, len(tasks) // (workers * 4)))
@@ -1030,9 +1034,7 @@ def cmd_from_images(args: argparse.Namespace, ctx: _Ctx) -> int:
         _remove_quietly(_inprogress_names(out, shards))
         raise
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+        pools.close()
     paths = writer.close()
     labels_path = os.path.join(out_dir, "labels.txt")
     with open(labels_path, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as f:
@@ -1208,6 +1210,17 @@ def cmd_preview(args: argparse.Namespace, ctx: _Ctx) -> int:
     cells: list[tuple[Optional[np.ndarray], Optional[str]]] = []
     problems = 0
     seen = 0
+    # Each distinct problem is printed once (a wrong --image-key fails every record
+    # the same way); repeats are counted and summed up at the end.
+    repeats: dict[str, int] = {}
+
+    def report(path: str, index: int, why: str) -> None:
+        if why in repeats:
+            repeats[why] += 1
+        else:
+            repeats[why] = 0
+            print(f"{path}: record {index}: {why}", file=sys.stderr)
+
     gen = _records(ctx, paths, "preview")
     try:
         for path, rec in gen:
@@ -1219,20 +1232,24 @@ def cmd_preview(args: argparse.Namespace, ctx: _Ctx) -> int:
             msg = _parse_any(rec.data)
             if msg is None:
                 problems += 1
-                print(
-                    f"{path}: record {rec.index}: not a tf.train.Example",
-                    file=sys.stderr,
-                )
+                report(path, rec.index, "not a tf.train.Example")
                 cells.append((None, "?"))
                 continue
             fmap = msg.context.feature
             arr, why = _preview_cell(fmap, args.image_key, args)
             if arr is None:
                 problems += 1
-                print(f"{path}: record {rec.index}: {why}", file=sys.stderr)
+                report(path, rec.index, why or "cannot show this record")
             cells.append((arr, _label_text(fmap, args.label_key, names)))
     finally:
         gen.close()
+    for why, more in repeats.items():
+        if more:
+            what = f" ({why})" if len(repeats) > 1 else ""
+            print(
+                f"{PROG}: the same problem{what} in {_plural(more, 'more record')}",
+                file=sys.stderr,
+            )
     if not cells:
         print(f"{PROG}: error: no records to preview", file=sys.stderr)
         return EXIT_DATA

@@ -18,13 +18,15 @@ same folder always gives the same records, whatever the number of workers.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import random
 import re
+import signal
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
@@ -42,10 +44,12 @@ __all__ = [
     "display_array",
     "draw_grid",
     "grid_size",
+    "ignore_sigint",
     "image_example",
     "make_digit_folder",
     "scan_image_folder",
     "sniff_image",
+    "worker_pool",
 ]
 
 INSTALL_HINT = "pip install 'tfrecord-lite[image]'"
@@ -297,6 +301,34 @@ _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 #: ``(root, relative path, label, class name, options)``: one unit of work.
 Task = tuple[str, str, int, str, ImageOptions]
+
+
+def ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C is the parent's to handle (one message, cleanup), not the workers'."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[Any]:
+    """A ``multiprocessing`` pool whose workers ignore SIGINT; terminated on exit.
+
+    SIGINT is ignored in the parent while the workers start, so forked workers never
+    see a Ctrl-C before :func:`ignore_sigint` runs; the parent's own handler (the
+    ``KeyboardInterrupt`` that the command line turns into ``interrupted``) is
+    restored before any work is handed out.
+    """
+    import multiprocessing
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = multiprocessing.get_context().Pool(workers, initializer=ignore_sigint)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
 
 
 def convert_task(task: Task) -> tuple[Optional[bytes], Optional[str]]:

@@ -92,7 +92,8 @@ class Progress:
         unit = self.unit
         count = _scaled(self.n, unit)
         suffix = "" if unit == "it" else unit if unit == "B" else " " + unit
-        speed = f"{_scaled(rate, unit) if unit == 'B' else f'{rate:,.1f}'} {unit}/s"
+        # bytes: "96.6MB/s" (the prefix belongs to the unit); other units: "12.5 it/s"
+        speed = f"{_scaled(rate, unit)}B/s" if unit == "B" else f"{rate:,.1f} {unit}/s"
         head = f"{self.desc}: " if self.desc else ""
         if self.total:
             frac = min(max(self.n / self.total, 0.0), 1.0)
