@@ -552,3 +552,33 @@ def test_cli_preview_on_a_tfds_directory(tmp_path: Path, capsys: Any) -> None:
     assert "4 images of split 'test'" in capsys.readouterr().out
     assert main(["preview", str(DIRS["tfl_tabular"]), "-o", str(tmp_path / "x.png")]) == 2
     assert "no Image feature" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- decoding paths
+
+
+def test_three_decoding_paths_agree(features: tfds.Builder) -> None:
+    """Streaming (batched parse_example), random access (protobuf) and TFDS's own specs."""
+    decode = features._decode_fn(None, False)
+    records = list(tfr.tf_record_iterator(features.info.splits["train"].filepaths[0]))
+    batched = decode.many(records)
+    for record, ex in zip(records, batched):
+        assert_same(decode(record), ex)
+        assert_same(decode.reference(record), ex)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        tfr.encode_example({"id": 1, "x": [1.0, 2.0, 3.0], "city": b"a"}),  # label missing
+        tfr.encode_example({"id": 1, "x": [1.0, 2.0], "city": b"a", "label": 0}),  # x too short
+        tfr.encode_example({"id": 1.5, "x": [1.0, 2.0, 3.0], "city": b"a", "label": 0}),
+        tfr.encode_example({"id": [1, 2], "x": [1.0, 2.0, 3.0], "city": b"a", "label": 0}),
+        b"\xff\xff not a protobuf",
+    ],
+)
+def test_bad_records_raise_parse_error_on_every_path(tabular: tfds.Builder, record: bytes) -> None:
+    decode = tabular._decode_fn(None, False)
+    for path in (decode, decode.reference, lambda r: decode.many([r])):
+        with pytest.raises(tfr.ParseError):
+            path(record)

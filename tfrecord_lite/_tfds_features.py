@@ -30,7 +30,8 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ._errors import ParseError
-from ._schema import FixedLenFeature, FixedLenSequenceFeature
+from ._parse import parse_example
+from ._schema import FixedLenFeature, FixedLenSequenceFeature, RaggedFeature
 from ._values import RaggedValue
 
 __all__ = [
@@ -201,13 +202,25 @@ def _cast(value: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
 def _deserialize(key: str, parsed: Mapping[str, Any], info: TensorInfo) -> Any:
     """The parsed wire value(s) of one leaf -> TFDS's tensor (before the connector decodes it)."""
     if info.sequence_rank > 1:
-        flat = _cast(np.asarray(parsed[f"{key}/ragged_flat_values"]), info.dtype)
+        flat = np.asarray(parsed[f"{key}/ragged_flat_values"])
+        rest = [int(d) for d in info.shape[info.sequence_rank :] if d is not None]
+        try:
+            flat = _cast(flat.reshape([-1, *rest]), info.dtype)
+        except ValueError:
+            raise ParseError(
+                f"feature {key!r}: {flat.size} ragged values do not fit rows of {rest}", key=key
+            ) from None
         lengths = [
             np.asarray(parsed[f"{key}/ragged_row_lengths_{k}"], dtype=np.int64)
             for k in range(info.sequence_rank - 1)
         ]
         return _ragged(key, flat, lengths)
-    value = np.asarray(parsed[key])
+    raw = parsed[key]
+    if isinstance(raw, bytes):  # a scalar string (np.asarray would make it an "S" array)
+        value = np.empty((), dtype=object)
+        value[()] = raw
+    else:
+        value = np.asarray(raw)
     shape = [-1 if d is None else d for d in info.shape]
     if shape != list(value.shape):
         try:
@@ -908,7 +921,7 @@ def _check_name(name: Any) -> None:
 class Leaf:
     """One flat leaf of a connector tree: where its value lives and how to decode it."""
 
-    __slots__ = ("connector", "info", "key", "path", "rank")
+    __slots__ = ("connector", "fixed", "info", "key", "path", "rank", "scalar")
 
     def __init__(self, key: str, connector: FeatureConnector, info: Any) -> None:
         self.key = key
@@ -919,6 +932,23 @@ class Leaf:
         if len(ranks) != 1:
             raise UnsupportedFeatureError(f"feature {key!r}: mixed sequence ranks")
         self.rank = ranks.pop()
+        #: One serialized tensor of a fully known shape, decoded one value at a time: whole
+        #: batch columns can be reshaped and cast at once (the fast path).
+        self.fixed = (
+            isinstance(info, TensorInfo)
+            and all(d is not None for d in info.shape)
+            and (self.rank == 0 or not connector.needs_decoding)
+        )
+        #: A scalar stored as it is returned (int64, float32, string): read straight from
+        #: the protobuf message on the random-access path.
+        self.scalar: Optional[str] = None
+        if (
+            self.fixed
+            and info.shape == ()
+            and not connector.needs_decoding
+            and info.dtype.name in ("int64", "float32", "object")
+        ):
+            self.scalar = "string" if info.dtype == np.object_ else info.dtype.name
 
 
 def _infos(info: Any) -> list[TensorInfo]:
@@ -935,30 +965,178 @@ class ExampleDecoder:
         self.leaves = [Leaf(k, c, i) for k, c, i in features.leaves("")]
         self.skip = skip_decoding
         specs: dict[str, Any] = {}
-        self._subkeys: dict[str, Any] = {}
         for leaf in self.leaves:
             if isinstance(leaf.info, dict):
                 for sub, info in leaf.info.items():
                     specs.update(_parse_specs(f"{leaf.key}/{sub}", info))
             else:
                 specs.update(_parse_specs(leaf.key, leaf.info))
+        #: TFDS's own specs (``parse_single_example`` with them is the reference path).
         self.specs = specs
+        # Each serialized key as (key, wire kind, shape if fixed else None). Batches are
+        # parsed with FixedLenFeature / RaggedFeature (per-record lengths kept), then
+        # reshaped per record as TFDS's FixedLenSequenceFeature + reshape would.
+        self._keys: list[tuple[str, str, Optional[tuple[int, ...]]]] = []
+        batch: dict[str, Any] = {}
+        for key, spec in specs.items():
+            wire = _WIRE_OF[getattr(spec.dtype, "name", spec.dtype)]
+            if isinstance(spec, FixedLenFeature):
+                shape = tuple(int(d) for d in spec.shape)
+                self._keys.append((key, wire, shape))
+                batch[key] = FixedLenFeature(list(shape), wire)
+            else:
+                self._keys.append((key, wire, None))
+                batch[key] = RaggedFeature(wire)
+        self.batch_specs = batch
+        self._key_info = {key: (wire, shape is not None) for key, wire, shape in self._keys}
+
+    def decode_batch(self, records: list[bytes]) -> list[dict[str, Any]]:
+        """Decode many records with one vectorized ``parse_example`` (the streaming path)."""
+        n = len(records)
+        if not n:
+            return []
+        cols: dict[str, Any] = parse_example(records, self.batch_specs)
+        slow = [leaf for leaf in self.leaves if not leaf.fixed]
+        rows: dict[str, list[Any]] = {}
+        for key, _, shape in self._keys if slow else ():
+            col = cols[key]
+            if shape is not None:
+                rows[key] = list(col)
+            else:
+                flat_values = np.asarray(col.values)
+                splits = np.asarray(col.row_splits).tolist()
+                rows[key] = [flat_values[splits[j] : splits[j + 1]] for j in range(n)]
+        slow_values: dict[str, list[Any]] = {leaf.key: [] for leaf in slow}
+        for j in range(n if slow else 0):
+            parsed = {k: v[j] for k, v in rows.items()}
+            for leaf in slow:
+                slow_values[leaf.key].append(self._finish(leaf, parsed))
+        # Final values per leaf: whole columns at once where the shape is fixed.
+        finals: list[tuple[tuple[str, ...], list[Any]]] = []
+        values: list[Any]
+        for leaf in self.leaves:
+            if leaf.fixed:
+                info = leaf.info
+                column = _cast(np.asarray(cols[leaf.key]).reshape((n, *info.shape)), info.dtype)
+                values = list(column)
+                if leaf.key not in self.skip and leaf.connector.needs_decoding:
+                    values = [_to_numpy(leaf.connector.decode(v)) for v in values]
+            else:
+                values = slow_values[leaf.key]
+            finals.append((leaf.path, values))
+        out = []
+        flat = all(len(path) == 1 for path, _ in finals)
+        for j in range(n):
+            if flat:
+                out.append({path[0]: values[j] for path, values in finals})
+            else:
+                ex: dict[str, Any] = {}
+                for path, values in finals:
+                    _put(ex, path, values[j])
+                out.append(ex)
+        return out
+
+    def _finish(self, leaf: Leaf, parsed: Mapping[str, Any]) -> Any:
+        if isinstance(leaf.info, dict):
+            value: Any = {
+                sub: _deserialize(f"{leaf.key}/{sub}", parsed, info)
+                for sub, info in leaf.info.items()
+            }
+        else:
+            value = _deserialize(leaf.key, parsed, leaf.info)
+        if leaf.key not in self.skip and leaf.connector.needs_decoding:
+            value = _decode_ranked(leaf.connector, value, leaf.rank)
+        return _to_numpy(value)
+
+    def decode_one(self, record: bytes) -> dict[str, Any]:
+        """Decode one record through the protobuf runtime (the random-access path)."""
+        from google.protobuf.message import DecodeError
+
+        from .example_pb2 import Example
+
+        try:
+            fmap = Example.FromString(record).features.feature
+        except DecodeError as err:
+            raise ParseError(f"not a tf.train.Example: {err}") from None
+        out: dict[str, Any] = {}
+        parsed: Optional[_LazyValues] = None
+        for leaf in self.leaves:
+            if leaf.scalar is not None:
+                value = _proto_scalar(fmap, leaf.key, leaf.scalar)
+            else:
+                if parsed is None:
+                    parsed = _LazyValues(fmap, self._key_info)
+                value = self._finish(leaf, parsed)
+            if len(leaf.path) == 1:
+                out[leaf.key] = value
+            else:
+                _put(out, leaf.path, value)
+        return out
 
     def decode_parsed(self, parsed: Mapping[str, Any]) -> dict[str, Any]:
         """From ``parse_single_example(record, self.specs)`` to the nested example."""
         out: dict[str, Any] = {}
         for leaf in self.leaves:
-            if isinstance(leaf.info, dict):
-                value: Any = {
-                    sub: _deserialize(f"{leaf.key}/{sub}", parsed, info)
-                    for sub, info in leaf.info.items()
-                }
-            else:
-                value = _deserialize(leaf.key, parsed, leaf.info)
-            if leaf.key not in self.skip and leaf.connector.needs_decoding:
-                value = _decode_ranked(leaf.connector, value, leaf.rank)
-            _put(out, leaf.path, _to_numpy(value))
+            _put(out, leaf.path, self._finish(leaf, parsed))
         return out
+
+
+_WIRE_OF = {"int64": "int64", "float32": "float32", "string": "string"}
+_LIST_OF = {"int64": "int64_list", "float32": "float_list", "string": "bytes_list"}
+_NP_OF = {"int64": np.int64, "float32": np.float32}
+
+
+def _proto_values(fmap: Any, key: str, wire: str, required: bool) -> np.ndarray:
+    """One feature of a parsed ``Example`` as a flat array, as TensorFlow's parser reads it."""
+    if key not in fmap:
+        if required:
+            raise ParseError(f"feature {key!r} is required but missing from the record", key=key)
+        return np.zeros(0, dtype=object if wire == "string" else _NP_OF[wire])
+    feature = fmap[key]
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return np.zeros(0, dtype=object if wire == "string" else _NP_OF[wire])
+    if kind != _LIST_OF[wire]:
+        raise ParseError(
+            f"feature {key!r}: the record holds a {kind}, the dataset declares {wire} "
+            f"({_LIST_OF[wire]})",
+            key=key,
+        )
+    values = getattr(feature, kind).value
+    if wire == "string":
+        out = np.empty(len(values), dtype=object)
+        out[:] = list(values)
+        return out
+    return np.array(values, dtype=_NP_OF[wire])
+
+
+class _LazyValues(dict):  # type: ignore[type-arg]
+    """Feature values of one parsed ``Example``, converted to arrays when first asked for."""
+
+    def __init__(self, fmap: Any, key_info: Mapping[str, tuple[str, bool]]) -> None:
+        super().__init__()
+        self.fmap = fmap
+        self.key_info = key_info
+
+    def __missing__(self, key: str) -> np.ndarray:
+        wire, required = self.key_info[key]
+        value = self[key] = _proto_values(self.fmap, key, wire, required)
+        return value
+
+
+def _proto_scalar(fmap: Any, key: str, wire: str) -> Any:
+    """A one-value feature as ``tfds.as_numpy`` returns it: ``np.int64``, ``np.float32`` or ``bytes``."""
+    if key in fmap:
+        feature = fmap[key]
+        kind = feature.WhichOneof("kind")
+        if kind == _LIST_OF[wire]:
+            values = getattr(feature, kind).value
+            if len(values) == 1:
+                v = values[0]
+                return v if wire == "string" else _NP_OF[wire](v)
+    # missing, wrong kind or count: the general path raises the error
+    arr = _proto_values(fmap, key, wire, True)
+    raise ParseError(f"feature {key!r}: {arr.size} values do not fit shape ()", key=key)
 
 
 def _decode_ranked(connector: FeatureConnector, value: Any, rank: int) -> Any:

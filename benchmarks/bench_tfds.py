@@ -1,0 +1,221 @@
+"""tfrecord_lite.tfds beside TensorFlow Datasets on the same prepared directories, in one run.
+
+    python -m benchmarks.bench_tfds [--rounds 3] [--images 4000] [--rows 50000] [--data-dir DIR]
+
+Needs tensorflow-datasets (``.venv-bench``, or ``.venv-interop``). Prepares two
+datasets with TFDS itself (once; kept in ``--data-dir``, default ``benchmarks/_data/tfds``):
+
+* ``bench_images``: 96x96x3 JPEG images + a 10-class label (an ImageNet-style dataset
+  at small scale), 8 shards;
+* ``bench_tabular``: 12 scalar features (int64, float32, Text, ClassLabel), 8 shards.
+
+Measured, alternating the two libraries each round (medians of ``--rounds``):
+
+* a full pass of ``as_dataset("train")``: ``tfds.as_numpy(tfds.builder_from_directory(d)
+  .as_dataset("train"))`` against ``tfrecord_lite.tfds.builder_from_directory(d)
+  .as_dataset("train")`` (the same examples in the same order, as NumPy);
+* ``as_data_source("train")[i]`` in a random order (tfrecord_lite only: TFDS's data
+  source needs ArrayRecord files), and for images the share of that time spent
+  decoding the JPEGs (the same reads with ``decoders={"image": SkipDecoding()}``).
+
+The machine's core count is printed: TensorFlow decodes in parallel on all cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def _prepare(data_dir: Path, images: int, rows: int) -> dict[str, Path]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow_datasets as tfds
+
+    F = tfds.features
+
+    class BenchImages(tfds.core.GeneratorBasedBuilder):
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self) -> Any:
+            return tfds.core.DatasetInfo(
+                builder=self,
+                features=F.FeaturesDict(
+                    {
+                        "image": F.Image(shape=(96, 96, 3), encoding_format="jpeg"),
+                        "label": F.ClassLabel(num_classes=10),
+                    }
+                ),
+                supervised_keys=("image", "label"),
+            )
+
+        def _split_generators(self, dl_manager: Any) -> Any:
+            return {"train": self._generate_examples()}
+
+        def _generate_examples(self) -> Any:
+            rng = np.random.default_rng(0)
+            y, x = np.mgrid[0:96, 0:96]
+            for i in range(images):
+                f = rng.uniform(0.02, 0.3, size=3)
+                img = 127 + 90 * np.sin(f[0] * x + f[1] * y)[..., None] * np.cos(
+                    f[2] * x[..., None] + np.arange(3)
+                )
+                img = img + rng.normal(0, 8, size=(96, 96, 3))
+                yield i, {"image": np.clip(img, 0, 255).astype(np.uint8), "label": i % 10}
+
+    class BenchTabular(tfds.core.GeneratorBasedBuilder):
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self) -> Any:
+            feats: dict[str, Any] = {f"i{k}": np.int64 for k in range(4)}
+            feats.update({f"f{k}": np.float32 for k in range(5)})
+            feats["name"] = F.Text()
+            feats["label"] = F.ClassLabel(names=["no", "yes"])
+            feats["vec"] = F.Tensor(shape=(4,), dtype=np.float32)
+            return tfds.core.DatasetInfo(builder=self, features=F.FeaturesDict(feats))
+
+        def _split_generators(self, dl_manager: Any) -> Any:
+            return {"train": self._generate_examples()}
+
+        def _generate_examples(self) -> Any:
+            rng = np.random.default_rng(1)
+            for i in range(rows):
+                ex: dict[str, Any] = {f"i{k}": int(rng.integers(0, 1 << 40)) for k in range(4)}
+                ex.update({f"f{k}": np.float32(rng.normal()) for k in range(5)})
+                ex["name"] = f"row {i}"
+                ex["label"] = i % 2
+                ex["vec"] = rng.normal(size=4).astype(np.float32)
+                yield i, ex
+
+    out = {}
+    for name, cls in [("bench_images", BenchImages), ("bench_tabular", BenchTabular)]:
+        builder = cls(data_dir=str(data_dir))
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(num_shards=8),
+        )
+        out[name] = Path(builder.data_dir)
+    return out
+
+
+def _timed(fn: Callable[[], int]) -> tuple[float, int]:
+    start = time.perf_counter()
+    n = fn()
+    return time.perf_counter() - start, n
+
+
+def _tfds_pass(path: Path) -> int:
+    import tensorflow_datasets as tfds
+
+    ds = tfds.as_numpy(tfds.builder_from_directory(str(path)).as_dataset(split="train"))
+    return sum(1 for _ in ds)
+
+
+def _ours_pass(path: Path, threads: int) -> int:
+    import tfrecord_lite.tfds as tfl
+
+    ds = tfl.builder_from_directory(path).as_dataset("train", num_parallel_calls=threads)
+    return sum(1 for _ in ds)
+
+
+def _random_access(path: Path, skip_image: bool, n: int, index_dir: str) -> tuple[float, int]:
+    import tfrecord_lite.tfds as tfl
+
+    decoders = {"image": tfl.SkipDecoding()} if skip_image else None
+    src = tfl.builder_from_directory(path).as_data_source(
+        "train", decoders=decoders, index_dir=index_dir
+    )
+    src[0]  # open the shards and their indexes before timing
+    order = np.random.default_rng(0).permutation(len(src))[:n]
+    start = time.perf_counter()
+    for i in order:
+        src[int(i)]
+    return time.perf_counter() - start, len(order)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--images", type=int, default=4000)
+    parser.add_argument("--rows", type=int, default=50000)
+    parser.add_argument("--random", type=int, default=20000, help="random reads per round")
+    parser.add_argument("--data-dir", type=Path, default=HERE / "_data" / "tfds")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+
+    import tensorflow as tf
+
+    tf.config.set_visible_devices([], "GPU")
+    import tensorflow_datasets as tfds
+
+    import tfrecord_lite
+
+    dirs = _prepare(args.data_dir, args.images, args.rows)
+    cores = os.cpu_count() or 1
+    print(
+        f"tensorflow {tf.__version__}, tensorflow-datasets {tfds.__version__}, "
+        f"tfrecord_lite {tfrecord_lite.__version__}; {cores} cores; medians of {args.rounds} rounds"
+    )
+    results: dict[str, Any] = {"cores": cores, "rounds": args.rounds}
+    rows = []
+    for name, path in dirs.items():
+        threads = cores if name == "bench_images" else 1
+        times: dict[str, list[float]] = {"tfds": [], "ours": []}
+        count = 0
+        for _ in range(args.rounds):
+            t, n1 = _timed(lambda p=path: _tfds_pass(p))
+            times["tfds"].append(t)
+            t, n2 = _timed(lambda p=path, k=threads: _ours_pass(p, k))
+            times["ours"].append(t)
+            assert n1 == n2, (n1, n2)
+            count = n1
+        med = {k: statistics.median(v) for k, v in times.items()}
+        ratio = med["tfds"] / med["ours"]
+        results[name] = {
+            "examples": count,
+            "tfds_s": med["tfds"],
+            "ours_s": med["ours"],
+            "tfds_per_s": count / med["tfds"],
+            "ours_per_s": count / med["ours"],
+            "speedup": ratio,
+            "threads": threads,
+        }
+        rows.append(
+            f"| as_dataset, {name} ({count:,} ex.) | {count / med['tfds']:,.0f} ex/s | "
+            f"{count / med['ours']:,.0f} ex/s | {ratio:.2f}x |"
+        )
+    index_dir = str(args.data_dir / "_index")
+    for name, path in dirs.items():
+        full, skipped = [], []
+        for _ in range(args.rounds):
+            t, n = _random_access(path, False, args.random, index_dir)
+            full.append(n / t)
+            if name == "bench_images":
+                t, n = _random_access(path, True, args.random, index_dir)
+                skipped.append(n / t)
+        rate = statistics.median(full)
+        results[f"{name}_random"] = {"per_s": rate}
+        extra = ""
+        if skipped:
+            raw = statistics.median(skipped)
+            share = 1 - rate / raw
+            results[f"{name}_random"].update({"without_decode_per_s": raw, "decode_share": share})
+            extra = f" ({raw:,.0f} ex/s without decoding: JPEG decoding is {share:.0%} of the time)"
+        rows.append(f"| as_data_source[i], random order, {name} | - | {rate:,.0f} ex/s{extra} | |")
+    print("\n| | tfds | tfrecord_lite | speed-up |\n|---|---|---|---|")
+    print("\n".join(rows))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
