@@ -393,6 +393,12 @@ def _length_field(
     data: np.ndarray, pos: np.ndarray, limit: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A length prefix at ``pos``: (payload start, payload end, fits within ``limit``)."""
+    b = data[pos]
+    if not len(b) or int(b.max()) < 0x80:  # one-byte lengths (the common case)
+        start = pos + 1
+        n = b.astype(np.int64)
+        fits = n <= limit - start
+        return start, np.where(fits, start + n, start), fits
     n, w = _varints(data, pos)
     start = pos + w
     fits = (w <= 10) & (n >= 0) & (n <= limit - start)

@@ -782,6 +782,19 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             yield parse_example(batch, plan)
         return
     offsets = {key: _row_starts(col.counts) for key, col in cols.items()}
+    # Specs whose per-batch output is a slice of one chunk-wide result (the same
+    # arrays ``assemble`` would build batch by batch): VarLen specs, and FixedLen
+    # specs that every record of the chunk fills. The others are assembled per batch.
+    sliced: dict[str, Any] = {}
+    for key, spec in plan.specs.items():
+        col = cols[key]
+        if isinstance(spec, VarLenFeature):
+            sliced[key] = _var_len(spec, col).indices
+        elif isinstance(spec, FixedLenFeature):
+            size = math.prod(spec.shape)
+            if size and col.present.all() and (col.counts == size).all():
+                sliced[key] = size
+    rest = {key: spec for key, spec in plan.specs.items() if key not in sliced}
     start = 0
     for batch in batches:
         stop = start + len(batch)
@@ -794,8 +807,37 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             for key, col in cols.items()
         }
         where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
-        yield assemble(plan.specs, part, where, True)
+        built = assemble(rest, part, where, True)
+        out: dict[str, ParsedValue] = {}
+        for key, spec in plan.specs.items():
+            if key not in sliced:
+                out[key] = built[key]
+            elif isinstance(spec, VarLenFeature):
+                out[key] = _var_len_rows(spec, part[key], sliced[key], offsets[key], start)
+            else:
+                shape = tuple(spec.shape)  # type: ignore[union-attr]
+                out[key] = part[key].values.reshape((stop - start, *shape))
+        yield out
         start = stop
+
+
+def _var_len_rows(
+    spec: VarLenFeature, part: Column, indices: np.ndarray, offsets: np.ndarray, start: int
+) -> SparseValue:
+    """``_var_len`` of records ``start:`` of a chunk, from the chunk's sparse indices."""
+    n = len(part.counts)
+    a = int(offsets[start])
+    total = len(part.values)
+    if total:
+        rows = indices[a : a + total].copy()
+        rows[:, 0] -= start
+    else:
+        rows = np.zeros((0, 2), dtype=np.int64)
+    return SparseValue(
+        rows,
+        part.values if total else _empty(spec.dtype),
+        np.array([n, int(part.counts.max()) if n else 0], dtype=np.int64),
+    )
 
 
 def _group_size(batch: Any) -> tuple[int, int]:
