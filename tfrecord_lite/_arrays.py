@@ -125,8 +125,26 @@ def write_examples(
     """Write one ``tf.train.Example`` per row of ``columns``; return the record count.
 
     ``columns`` maps feature keys to arrays or lists that all have ``N`` entries.
-    See the module documentation for how each kind of column is stored. The
-    records are built directly in the wire format, a whole chunk of rows at a time.
+    How each column is stored (row ``i`` goes into record ``i``):
+
+    * ``(N,)`` ints / bools: one int64 value; ``(N, k)``: ``k`` int64 values.
+    * ``(N,)`` / ``(N, k)`` floats: float32 values (float64 is narrowed, as in
+      TensorFlow; a warning says when that changes a value).
+    * ``(N,)`` bytes / str, or a list of them: one bytes value (str as UTF-8).
+    * A list of lists: a variable number of values per record.
+    * Arrays with 3 or more dimensions, 2-D ``uint8`` / ``int8`` arrays, and every
+      column named in ``raw``: the row's raw bytes under the column's key, **plus
+      two extra features per record**: ``"<key>/shape"`` (int64, the row's shape)
+      and ``"<key>/dtype"`` (bytes, the NumPy dtype string such as ``b"<f8"`` or
+      ``b"|u1"``). :func:`read_examples` uses them to give the original array back,
+      shape and dtype included. Other readers see three ordinary features; with
+      TensorFlow: ``tf.io.decode_raw(ex["<key>"], tf.float64)`` reshaped to
+      ``ex["<key>/shape"]``. Choose keys so that ``"<key>/shape"`` and
+      ``"<key>/dtype"`` do not clash with another column.
+
+    ``compression``: ``None`` / ``""`` (plain), ``"GZIP"``, ``"ZLIB"`` or
+    :class:`TFRecordOptions`. The records are built directly in the wire format, a
+    whole chunk of rows at a time; values round-trip exactly.
     """
     prepared, n = _prepare(columns, raw)
     with TFRecordWriter(path, compression) as writer:

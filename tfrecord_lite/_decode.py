@@ -445,8 +445,10 @@ def image_bytes(contents: Any, what: str) -> bytes:
         x = x.reshape(()).item()
     if isinstance(x, bytes):
         return x
-    if isinstance(x, (bytearray, memoryview, np.bytes_, np.void)):
+    if isinstance(x, (bytearray, memoryview, np.bytes_)):
         return bytes(x)
+    if isinstance(x, np.void):
+        return x.tobytes()
     if isinstance(x, str):
         raise TypeError(f"{what}: contents must be the encoded bytes, not a str")
     raise TypeError(f"{what}: contents must be bytes, got {type(x).__name__}")
@@ -603,7 +605,7 @@ def decode_jpeg(
     accepted for TensorFlow compatibility (a truncated JPEG raises ``ParseError``);
     ``name`` is ignored. Needs Pillow (the ``image`` extra).
     """
-    del name, fancy_upscaling, acceptable_fraction
+    del name, fancy_upscaling, acceptable_fraction, try_recover_truncated
     what = "decode_jpeg"
     ch = _check_channels(channels, (0, 1, 3), what)
     if ratio not in (1, 2, 4, 8):
@@ -616,9 +618,6 @@ def decode_jpeg(
     img = _open(data, what)
     if img.format != "JPEG":
         raise ParseError(f"{what}: not a JPEG image (found {img.format})")
-    if try_recover_truncated:
-        image_file = __import__("PIL.ImageFile", fromlist=["ImageFile"])
-        image_file.LOAD_TRUNCATED_IMAGES = True
     draft_mode = "L" if ch == 1 and img.mode in ("RGB", "YCbCr") else None
     if draft_mode or ratio > 1:
         size = (max(1, img.size[0] // ratio), max(1, img.size[1] // ratio)) if ratio > 1 else None

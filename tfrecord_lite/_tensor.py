@@ -239,10 +239,12 @@ def _values(proto: Any, dt: int, n: int) -> npt.NDArray[Any]:
         return bits.view(np.float16)
     # complex: real and imaginary parts interleaved
     field = "scomplex_val" if dt == 8 else "dcomplex_val"
-    parts = np.asarray(getattr(proto, field), dtype=np.float32 if dt == 8 else np.float64)
+    parts: npt.NDArray[Any] = np.asarray(getattr(proto, field), dtype=np.float64)
     if parts.size % 2:
         raise ParseError(f"Could not parse TensorProto: {field} holds an odd number of values")
-    pairs = parts[0::2] + 1j * parts[1::2]
+    pairs: npt.NDArray[Any] = np.empty(parts.size // 2, dtype=np.complex128)
+    pairs.real = parts[0::2]
+    pairs.imag = parts[1::2]
     return _fill(pairs, n, dtype, dt, field)
 
 
