@@ -442,6 +442,26 @@ def _torch_page() -> str:
     return "\n".join(out)
 
 
+#: The scale-out integrations: (module, heading), pages after the PyTorch one.
+EXTRA_PAGES = [
+    ("arrow", "`tfrecord_lite.arrow`: Arrow, pandas and Parquet"),
+    ("ray", "`tfrecord_lite.ray`: Ray Data"),
+    ("dask", "`tfrecord_lite.dask`: Dask"),
+]
+
+
+def _module_page(module: str, heading: str) -> str:
+    mod = importlib.import_module(f"{PACKAGE}.{module}")
+    out = [f"## {heading}\n", _block("text", docstring(mod))]
+    entries = sorted(
+        ((name, getattr(mod, name)) for name in mod.__all__),
+        key=lambda item: _source_line(item[1]),
+    )
+    for name, obj in entries:
+        out.append(render_entry(f"tfrecord_lite.{module}.{name}", obj, module))
+    return "\n".join(out)
+
+
 def render() -> str:
     """The whole of ``docs/api.md``."""
     tfr = importlib.import_module(PACKAGE)
@@ -499,6 +519,9 @@ def render() -> str:
             body.append(_namespace_page(DATA_HEADING, "tfr.data", tfr.data, tfr))
             toc.append("  - [`tfrecord_lite.torch`: PyTorch](#tfrecord_litetorch-pytorch)")
             body.append(_torch_page())
+            for module, heading in EXTRA_PAGES:
+                toc.append(f"  - [{heading}](#{_anchor(heading)})")
+                body.append(_module_page(module, heading))
         if title == COMPAT_AFTER:
             toc.append(f"  - [{COMPAT_HEADING}](#{_anchor(COMPAT_HEADING)})")
             body.append(_namespace_page(COMPAT_HEADING, "tfr.compat.v1.io", tfr.compat.v1.io, tfr))

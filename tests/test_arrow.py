@@ -328,3 +328,11 @@ def test_cli_parquet_usage_errors(tmp_path: Path, capsys: Any) -> None:
     assert not Path(out).exists()
     assert main(["convert", str(src), out, "--from", "parquet"]) != 0
     assert not Path(out).exists()
+
+
+def test_table_records_are_the_examples_encode_example_builds() -> None:
+    table = pa.table({"a": pa.array([1, 2]), "b": pa.array([b"x", b""])})
+    assert tfa.table_records(table) == [
+        tfr.encode_example({"a": 1, "b": b"x"}),
+        tfr.encode_example({"a": 2, "b": b""}),
+    ]

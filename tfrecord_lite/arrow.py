@@ -80,9 +80,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "arrow_schema",
+    "feature_lists_of",
     "from_arrow",
     "iter_tables",
     "read_table",
+    "table_records",
     "to_arrow",
     "write_table",
 ]
@@ -552,7 +554,7 @@ def write_table(
 # --------------------------------------------------------------------------- reading
 
 
-class ReadPlan:
+class _ReadPlan:
     """What to parse and how: the specs, inferred when not given, and the Arrow schema."""
 
     def __init__(
@@ -664,7 +666,7 @@ def iter_tables(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    plan = ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
+    plan = _ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
     with TFRecordReader(paths, compression, verify=verify, on_error=on_error) as reader:
         for batch in _batches(reader, batch_size):
             yield plan.convert(batch)
@@ -694,7 +696,7 @@ def read_table(
     pa = _pa()
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    plan = ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
+    plan = _ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
     tables = [plan.schema.empty_table()]
     with TFRecordReader(paths, compression, verify=verify, on_error=on_error) as reader:
         for batch in _batches(reader, batch_size):
@@ -709,4 +711,4 @@ def arrow_schema(
     """The Arrow schema :func:`read_table` gives for these specs (see the type mapping)."""
     if features is None and sequence_features is None:
         raise ValueError("arrow_schema needs features= and/or sequence_features=")
-    return ReadPlan(features or {}, sequence_features).schema
+    return _ReadPlan(features or {}, sequence_features).schema

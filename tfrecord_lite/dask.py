@@ -26,7 +26,7 @@ from ._infer import DEFAULT_SAMPLE
 from ._io import TFRecordReader, TFRecordWriter
 from ._paths import shard_name
 from ._schema import FeatureSpec
-from .arrow import DEFAULT_BATCH_SIZE, ReadPlan, table_records
+from .arrow import DEFAULT_BATCH_SIZE, _ReadPlan, table_records
 
 __all__ = ["read_tfrecords", "to_tfrecords"]
 
@@ -46,7 +46,7 @@ class _ReadPartition:
 
     def __init__(
         self,
-        plan: ReadPlan,
+        plan: _ReadPlan,
         compression: Any,
         verify: bool,
         on_error: str,
@@ -124,21 +124,21 @@ def read_tfrecords(
     URLs with ``storage_options``, ``include_paths`` adds a ``path`` column.
     """
     dd = _dd()
-    from .ray import DEFAULT_RECORDS_PER_TASK, _Piece, _source, expand, split_file
+    from .ray import DEFAULT_RECORDS_PER_TASK, _expand, _Piece, _source, _split_file
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if on_error not in ("raise", "skip", "stop"):
         raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
-    files = expand(paths, storage_options)
+    files = _expand(paths, storage_options)
     opts = dict(storage_options) if storage_options else None
     if features is None and sequence_features is None:
         with _source(files[0], opts) as src:
-            plan = ReadPlan(None, None, src, compression=compression, sample=sample)
+            plan = _ReadPlan(None, None, src, compression=compression, sample=sample)
     else:
-        plan = ReadPlan(features, sequence_features)
+        plan = _ReadPlan(features, sequence_features)
     per = records_per_partition or DEFAULT_RECORDS_PER_TASK
-    pieces: list[_Piece] = [p for f in files for p in split_file(f, per, compression)]
+    pieces: list[_Piece] = [p for f in files for p in _split_file(f, per, compression)]
     reader = _ReadPartition(plan, compression, verify, on_error, opts, batch_size, include_paths)
     empty = plan.schema.empty_table()
     if include_paths:

@@ -47,7 +47,7 @@ from ._infer import DEFAULT_SAMPLE
 from ._io import TFRecordReader, TFRecordWriter, detect_compression
 from ._paths import expand_paths, shard_name
 from ._schema import FeatureSpec
-from .arrow import DEFAULT_BATCH_SIZE, ReadPlan, table_records
+from .arrow import DEFAULT_BATCH_SIZE, _ReadPlan, table_records
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -114,7 +114,7 @@ def _fs_of(url: str, storage_options: Optional[Mapping[str, Any]]) -> tuple[Any,
     return fs, path
 
 
-def expand(
+def _expand(
     paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
     storage_options: Optional[Mapping[str, Any]] = None,
 ) -> list[str]:
@@ -186,7 +186,7 @@ class _Piece:
         return None if self.start is None or self.stop is None else self.stop - self.start
 
 
-def split_file(path: str, per_task: int, compression: Optional[str] = "auto") -> list[_Piece]:
+def _split_file(path: str, per_task: int, compression: Optional[str] = "auto") -> list[_Piece]:
     """How one file is read: whole, or in record ranges when it is large, plain and indexed."""
     if _is_url(path):
         return [_Piece(path, None)]
@@ -237,7 +237,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
             raise ValueError("batch_size and records_per_task must be at least 1")
         if on_error not in ("raise", "skip", "stop"):
             raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
-        self.files = expand(paths, storage_options)
+        self.files = _expand(paths, storage_options)
         self.compression = compression
         self.verify = verify
         self.on_error = on_error
@@ -246,10 +246,10 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
         self.include_paths = include_paths
         if features is None and sequence_features is None:
             with _source(self.files[0], self.storage_options) as src:
-                self.plan = ReadPlan(None, None, src, compression=compression, sample=sample)
+                self.plan = _ReadPlan(None, None, src, compression=compression, sample=sample)
         else:
-            self.plan = ReadPlan(features, sequence_features)
-        self.pieces = [p for f in self.files for p in split_file(f, records_per_task, compression)]
+            self.plan = _ReadPlan(features, sequence_features)
+        self.pieces = [p for f in self.files for p in _split_file(f, records_per_task, compression)]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         """The bytes of the files (None when a size is unknown, e.g. for URLs)."""
