@@ -114,6 +114,8 @@ def _ranges(start: np.ndarray, length: np.ndarray) -> np.ndarray:
     total = int(length.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
+    if total == len(length) and int(length.min()) == 1:
+        return start  # one index each
     offsets = np.zeros(len(length) + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
     return np.arange(total, dtype=np.int64) + np.repeat(start - offsets[:-1], length)
@@ -477,6 +479,12 @@ def _float_values(
     unpacked = (first == 0x0D) & ~good
     ps, pe, fits = _length_field(data, ls + 1, le)
     packed_ok = packed & fits & (pe == le) & ((pe - ps) % 4 == 0)
+    if not unpacked.any() and ((pe - ps)[packed_ok] == 4).all():
+        # One float per list (or none): read them as 4-byte words, no byte gather.
+        counts[packed_ok] = 1
+        good |= packed_ok
+        scalars = np.ndarray(shape=(len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+        return counts, scalars[ps[packed_ok]].view("<f4").astype(np.float32), good
     counts[packed_ok] = (pe - ps)[packed_ok] // 4
     good |= packed_ok
     if not unpacked.any():
@@ -516,6 +524,14 @@ def _int64_values(
     unpacked = (first == 0x08) & ~empty
     ps, pe, fits = _length_field(data, ls + 1, le)
     packed &= fits & (pe == le)
+    if not unpacked.any():
+        # One varint per list (or none): read them where they are, no byte gather.
+        plen = pe - ps
+        value, width = _varints(data, ps)
+        single = packed & (width == plen) & (width <= 10)
+        if (single | ~packed | (plen == 0)).all():
+            counts = single.astype(np.int64)
+            return counts, value[single], empty | packed
     # Unpacked lists are varints too (tag 0x08, value, tag, value, ...): decode both alike.
     rs = np.where(unpacked, ls, ps)
     rlen = np.where(packed | unpacked, np.where(unpacked, size, pe - ps), 0)
