@@ -886,9 +886,10 @@ class TFRecordReader:
 
     ``paths``: a path, an open binary file, a glob pattern, a directory, a shard
     spec ``name@N``, or a list of those (see :func:`tfrecord_lite.expand_paths`).
-    ``compression``: ``"auto"`` (default: detected per file), ``None``/``""``,
-    ``"GZIP"``, ``"ZLIB"`` or :class:`TFRecordOptions`. ``verify=False`` skips the
-    CRC checks (faster; damaged data then goes unnoticed).
+    ``compression``: ``"auto"`` or ``None`` (default: detected per file), ``""``
+    (uncompressed only), ``"GZIP"``, ``"ZLIB"`` or :class:`TFRecordOptions`; a
+    wrong one is an error that names what the file looks like. ``verify=False``
+    skips the CRC checks (faster; damaged data then goes unnoticed).
 
     Damaged files (see :func:`read_records`): ``on_error="raise"`` (default) raises
     at the first damaged record; ``"skip"`` skips it and resynchronises on the next
@@ -1034,6 +1035,7 @@ def read_records(
 ) -> Iterator[bytes]:
     """Yield the records of one file (path, URL or binary file object) as ``bytes``.
 
+    ``compression``: ``"auto"`` or ``None`` (detected), ``""``, ``"GZIP"``, ``"ZLIB"``.
     Errors carry the file's name and the record's offset and index.
 
     ``on_error``: ``"raise"`` (default) raises the first :class:`DataLossError`
