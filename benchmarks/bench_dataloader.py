@@ -31,6 +31,7 @@ worker counts above that cannot add throughput.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -47,6 +48,14 @@ def _cores() -> tuple[Optional[int], int]:
     except AttributeError:  # not Linux
         affinity = os.cpu_count() or 1
     return os.cpu_count(), affinity
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's exited, waited-for children (the DataLoader workers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def write_data(path: str, records: int) -> int:
@@ -94,6 +103,8 @@ def child(args: argparse.Namespace) -> None:
     if args.child_workers > 0:
         loader_kwargs = {"persistent_workers": True, "prefetch_factor": 2}
     start = time.perf_counter()
+    cpu_start = time.process_time()
+    children_start = _children_cpu()
     loader = DataLoader(
         ds,
         batch_size=None,
@@ -113,8 +124,17 @@ def child(args: argparse.Namespace) -> None:
         if epoch == 0:
             first_epoch = time.perf_counter() - start
     seconds = time.perf_counter() - start
+    main_cpu = time.process_time() - cpu_start
     del loader
-    result = {"records": records, "labels": labels, "seconds": seconds, "first": first_epoch}
+    gc.collect()  # the loader's iterator goes: its workers are shut down and joined
+    result = {
+        "records": records,
+        "labels": labels,
+        "seconds": seconds,
+        "first": first_epoch,
+        "main_cpu": main_cpu,
+        "worker_cpu": _children_cpu() - children_start,
+    }
     print(json.dumps(result))
 
 
@@ -156,7 +176,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         for w in workers:
             for h in handoffs if w > 0 else ["-"]:
                 configs.append((t, w, h))
-    runs: dict[tuple[bool, int, str], list[tuple[float, float]]] = {c: [] for c in configs}
+    runs: dict[tuple[bool, int, str], list[tuple[float, ...]]] = {c: [] for c in configs}
+    batches = args.epochs * -(-args.records // args.batch)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mnist.tfrecord")
         check = write_data(path, args.records)
@@ -199,20 +220,25 @@ def main(argv: Optional[list[str]] = None) -> int:
                     if args.epochs > 1
                     else total
                 )
-                runs[(t, w, h)].append((total, later))
+                main_us = result["main_cpu"] / batches * 1e6
+                worker_us = result["worker_cpu"] / batches * 1e6
+                runs[(t, w, h)].append((total, later, main_us, worker_us))
                 print(
                     f"  repeat {rep + 1}: as_tensors={t!s:5} workers={w:<2} {h:6} "
-                    f"{total / 1e3:8.1f} k rec/s all epochs, {later / 1e3:8.1f} after the first",
+                    f"{total / 1e3:8.1f} k rec/s all epochs, {later / 1e3:8.1f} after the first; "
+                    f"CPU per batch: main {main_us:7.0f} us, workers {worker_us:7.0f} us",
                     file=sys.stderr,
                     flush=True,
                 )
     print()
     print(
         "| as_tensors | workers | hand-off | k rec/s, all epochs (median, min-max) | ratio "
-        "| k rec/s after epoch 1 (median, min-max) | ratio |"
+        "| k rec/s after epoch 1 (median, min-max) | ratio | CPU us/batch: main | workers "
+        f"| CPU-bound k rec/s on {affinity} cores | ratio |"
     )
-    print("|---|---:|---|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     table = []
+    bound_base: dict[bool, float] = {}
     for t, w, h in configs:
         row: dict[str, Any] = {"as_tensors": t, "workers": w, "handoff": h if w else "in-process"}
         cells = []
@@ -227,6 +253,20 @@ def main(argv: Optional[list[str]] = None) -> int:
                 f"{med / 1e3:.0f} ({min(rates) / 1e3:.0f}-{max(rates) / 1e3:.0f}) | "
                 + (f"{ratio:.2f}x" if ratio else "-")
             )
+        main_us = statistics.median(r[2] for r in runs[(t, w, h)])
+        worker_us = statistics.median(r[3] for r in runs[(t, w, h)])
+        # What the CPU time alone allows on this many cores, whatever else runs on them:
+        # the main process is one core at most, W workers W cores, all of them `affinity`.
+        per_batch = max(main_us, worker_us / max(w, 1), (main_us + worker_us) / affinity)
+        bound = args.batch / per_batch * 1e6
+        if w == 0:
+            bound_base[t] = bound
+        bound_ratio = bound / bound_base[t] if t in bound_base else None
+        row.update(main_cpu_us=main_us, worker_cpu_us=worker_us, cpu_bound=bound)
+        cells.append(
+            f"{main_us:.0f} | {worker_us:.0f} | {bound / 1e3:.0f} | "
+            + (f"{bound_ratio:.2f}x" if bound_ratio else "-")
+        )
         print(f"| {t} | {w} | {row['handoff']} | " + " | ".join(cells) + " |")
         table.append(row)
     print(f"\ncores: os.cpu_count() = {cpu_count}, affinity = {affinity}")

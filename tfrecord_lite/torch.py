@@ -30,14 +30,16 @@ worker keeps a pool of shared-memory slots (torch's own shared memory,
 ``share_memory_()``), reused batch after batch; an array is copied into a free
 slot and torch's queue carries only a small descriptor (the slot's memory goes
 across once, the first time the slot is used). An object array of ``bytes`` (a
-``string`` feature) travels as one buffer plus offsets instead of one pickled
-object per value. The main process copies each array out of its slot when it
+``string`` feature) is written into a slot as one flat stream of lengths and
+values (a protocol-3 pickle of the list of values, which the C unpickler turns
+back into ``bytes`` objects at memcpy speed). The main process copies each array out of its slot when it
 receives the batch and hands the slot back, so what you get is exactly what
 the same pipeline gives in-process: plain arrays and tensors you own, object
 arrays of ``bytes``, SparseValue and RaggedValue with their arrays intact.
 Arrays under 64 KiB stay inline in the pickle, and when a worker's pool is full
 (512 MiB) or an array cannot take this path (subclasses, objects that are not
-``bytes``, tensors that need grad or are shared already) it is pickled as usual.
+``bytes``, tensors that need grad, have no NumPy dtype or are shared already)
+it is pickled as usual.
 Slots are anonymous (unlinked at creation): nothing is left in ``/dev/shm`` if
 a worker crashes, and the main process lets go of a worker's slots once that
 process has exited. ``shared_memory=False`` turns all of this off.
@@ -48,6 +50,7 @@ from __future__ import annotations
 import bisect
 import math
 import os
+import pickle
 import secrets
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -250,20 +253,17 @@ def _pack(a: np.ndarray) -> Optional[tuple[Any, ...]]:
             return None
         order = _order(a)
         values = a.ravel(order=order).tolist()
-        if not all(type(v) is bytes for v in values):
+        if set(map(type, values)) != {bytes}:
             return None
-        ends = np.fromiter(map(len, values), np.int64, len(values)).cumsum()
-        blob = b"".join(values)
-        total = 8 * len(values) + len(blob)
-        if total < INLINE_BYTES:
-            return (_rebuild_bytes_inline, (blob, ends.tobytes(), a.shape, order))
-        slot = pool.acquire(total)
+        # A pickle of a list of bytes, protocol 3 (no framing): one opcode and a
+        # length per value, written at memcpy speed, and read back by the C
+        # unpickler straight into bytes objects.
+        stream = pickle.dumps(values, protocol=3)
+        slot = pool.acquire(len(stream)) if len(stream) >= INLINE_BYTES else None
         if slot is None:
-            return (_rebuild_bytes_inline, (blob, ends.tobytes(), a.shape, order))
-        buf = slot.buf
-        buf[_HEADER : _HEADER + 8 * len(values)] = ends.view(np.uint8)
-        buf[_HEADER + 8 * len(values) : _HEADER + total] = np.frombuffer(blob, np.uint8)
-        return (_rebuild_bytes, (*pool.describe(slot), len(blob), a.shape, order))
+            return (_rebuild_bytes_inline, (stream, a.shape, order))
+        slot.buf[_HEADER : _HEADER + len(stream)] = np.frombuffer(stream, np.uint8)
+        return (_rebuild_bytes, (*pool.describe(slot), len(stream), a.shape, order))
     nbytes = a.nbytes
     if nbytes < INLINE_BYTES:
         return None
@@ -298,7 +298,7 @@ def _reduce_tensor(t: Any) -> Any:
         else:
             packed = _pack(a)
             if packed is None:
-                packed = (_inline_array, (np.ascontiguousarray(a),))
+                packed = (_inline_array, (a.copy(),))
             return (_rebuild_tensor, packed)
     if fallback is None:
         return t.__reduce_ex__(4)
@@ -388,10 +388,9 @@ def _rebuild_array(
         buf[0] = _FREE
 
 
-def _bytes_array(blob: bytes, ends: list[int], shape: tuple[int, ...], order: _Order) -> np.ndarray:
-    starts = [0, *ends[:-1]]
-    out = np.empty(len(ends), dtype=object)
-    out[:] = list(map(blob.__getitem__, map(slice, starts, ends)))
+def _bytes_array(values: list[bytes], shape: tuple[int, ...], order: _Order) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
     return out.reshape(shape, order=order)
 
 
@@ -399,24 +398,27 @@ def _rebuild_bytes(
     token: tuple[int, int],
     slot_id: int,
     storage: Any,
-    blob_bytes: int,
+    nbytes: int,
     shape: tuple[int, ...],
     order: _Order,
 ) -> np.ndarray:
     buf = _attach(token, slot_id, storage)
     try:
-        n = math.prod(shape)
-        ends = buf[_HEADER : _HEADER + 8 * n].view(np.int64).tolist()
-        blob = buf[_HEADER + 8 * n : _HEADER + 8 * n + blob_bytes].tobytes()
+        values = _load_bytes(buf[_HEADER : _HEADER + nbytes])
     finally:
         buf[0] = _FREE
-    return _bytes_array(blob, ends, shape, order)
+    return _bytes_array(values, shape, order)
 
 
-def _rebuild_bytes_inline(
-    blob: bytes, ends: bytes, shape: tuple[int, ...], order: _Order
-) -> np.ndarray:
-    return _bytes_array(blob, np.frombuffer(ends, np.int64).tolist(), shape, order)
+def _load_bytes(stream: Any) -> list[bytes]:
+    values = pickle.loads(stream)
+    if type(values) is not list:  # pragma: no cover - written by _pack only
+        raise RuntimeError("tfrecord_lite.torch: a damaged shared-memory slot")
+    return values
+
+
+def _rebuild_bytes_inline(stream: bytes, shape: tuple[int, ...], order: _Order) -> np.ndarray:
+    return _bytes_array(_load_bytes(stream), shape, order)
 
 
 def _inline_array(a: np.ndarray) -> np.ndarray:
@@ -485,18 +487,25 @@ class IterableDataset(_tud.IterableDataset[Any]):
         self.rank = rank
         self.world_size = world_size
         self.shared_memory = shared_memory
-        self._epoch: Optional[int] = None
+        # [set?, epoch] in shared memory: persistent workers see set_epoch() too
+        self._epoch = torch.zeros(2, dtype=torch.int64)
+        self._epoch.share_memory_()  # type: ignore[no-untyped-call]
         self._count = 0
 
     def set_epoch(self, epoch: int) -> None:
-        """Use epoch number ``epoch`` for the next iteration's shuffle order."""
-        self._epoch = int(epoch)
+        """Use epoch number ``epoch`` for the next iterations' shuffle order.
+
+        The order then depends only on ``epoch`` (and the pipeline's seeds), in the
+        main process and in DataLoader workers alike, persistent ones included.
+        """
+        self._epoch[1] = int(epoch)
+        self._epoch[0] = 1
 
     def _epoch_key(self) -> tuple[int, ...]:
         count = self._count
         self._count += 1
-        if self._epoch is not None:
-            return (self._epoch, count)
+        if int(self._epoch[0]):
+            return (int(self._epoch[1]), 0)
         info = _tud.get_worker_info()
         if info is None:
             return (count,)
