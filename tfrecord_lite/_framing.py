@@ -401,6 +401,33 @@ class RecordDecoder:
         """``n`` bytes of the stream were passed over without being fed (after a seek)."""
         self.offset += n
 
+    def _release_tail(self, block: int) -> int:
+        """Give back the incomplete record at the end of the bytes fed: its length.
+
+        For a source that can seek back (a plain local file): instead of keeping
+        the tail of one block and joining it with the next (a copy of the whole
+        next block), the caller seeks back by the returned number of bytes and
+        reads the next block from the record's start. Only done when the decoder
+        is waiting for more bytes (``on_error="raise"``, no error pending), the
+        tail lies inside the last block fed, and the record fits in ``block``
+        bytes; otherwise 0 (nothing released, decoding goes on as usual).
+        """
+        n = self._pending
+        if (
+            n == 0
+            or n >= self._need
+            or self._need > block
+            or len(self._chunks) != 1
+            or self.on_error != "raise"
+            or self._error is not None
+            or self._soft_limit is not None
+        ):
+            return 0
+        self._chunks = []
+        self._pending = 0
+        self._need = HEADER_SIZE
+        return n
+
     def records(self, max_records: Optional[int] = None) -> list[bytes]:
         """Return the records that are complete in the bytes fed so far (at most ``max_records``)."""
         if self._error is not None:
