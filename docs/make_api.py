@@ -89,6 +89,7 @@ COMPAT_AFTER = "Files"
 IO_HEADING = "`tfr.io`: TensorFlow's `tf.io` names"
 DATA_HEADING = "`tfr.data`: TensorFlow's `tf.data` names"
 COMPAT_HEADING = "`tfr.compat.v1.io`: TensorFlow 1's `tf_record_iterator`"
+PYTHON_IO_HEADING = "`tfr.python_io`: TensorFlow 1's `tf.python_io`"
 
 #: Names whose object is not ours to introspect (it depends on what is installed).
 OVERRIDES: dict[str, tuple[str, str, str]] = {
@@ -386,6 +387,9 @@ def _train_page(train: Any) -> str:
     ]
     for name in train.__all__:
         msg = getattr(train, name)
+        if not hasattr(msg, "DESCRIPTOR"):  # TF1's queue names: they explain the replacement
+            out.append(render_entry(f"tfr.train.{name}", msg, f"{PACKAGE}.train"))
+            continue
         fields = []
         for f in msg.DESCRIPTOR.fields:
             if f.message_type is not None and f.message_type.GetOptions().map_entry:
@@ -473,7 +477,7 @@ def render() -> str:
     entries: dict[str, list[tuple[tuple[int, int, str], str, Any, str]]] = {
         title: [] for title, _, _ in SECTIONS
     }
-    skipped = {"io", "train", "data", "compat", "__version__"}
+    skipped = {"io", "train", "data", "compat", "python_io", "__version__"}
     for name in tfr.__all__:
         if name in skipped:
             continue
@@ -525,11 +529,15 @@ def render() -> str:
         if title == COMPAT_AFTER:
             toc.append(f"  - [{COMPAT_HEADING}](#{_anchor(COMPAT_HEADING)})")
             body.append(_namespace_page(COMPAT_HEADING, "tfr.compat.v1.io", tfr.compat.v1.io, tfr))
+            toc.append(f"  - [{PYTHON_IO_HEADING}](#{_anchor(PYTHON_IO_HEADING)})")
+            body.append(_namespace_page(PYTHON_IO_HEADING, "tfr.python_io", tfr.python_io, tfr))
     text = INTRO + "\n" + "\n".join(toc) + "\n\n" + "\n".join(body)
     return text.rstrip("\n") + "\n"
 
 
-def main(argv: Optional[list[str]] = None, write: Callable[[str], Any] = sys.stdout.write) -> int:
+def main(argv: Optional[list[str]] = None, write: Callable[[str], Any] = sys.stderr.write) -> int:
+    # Messages go to stderr: `python docs/make_api.py > docs/api.md` must not clobber the
+    # file this writes itself.
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/api.md is stale")
     args = parser.parse_args(argv)
