@@ -424,7 +424,12 @@ def _namespace_page(heading: str, prefix: str, ns: Any, top: Any) -> str:
     extra = []
     for name in ns.__all__:
         obj = getattr(ns, name)
-        twin = [n for n in top.__all__ if getattr(top, n) is obj]
+        # (small ints and strings are shared objects: only the same name makes a twin)
+        twin = [
+            n
+            for n in top.__all__
+            if getattr(top, n) is obj and (n == name or not isinstance(obj, (int, str)))
+        ]
         if twin:
             lines.append(f"| `{prefix}.{name}` | [`tfr.{twin[0]}`](#{_anchor('tfr.' + twin[0])}) |")
         else:
