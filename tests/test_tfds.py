@@ -582,3 +582,16 @@ def test_bad_records_raise_parse_error_on_every_path(tabular: tfds.Builder, reco
     for path in (decode, decode.reference, lambda r: decode.many([r])):
         with pytest.raises(tfr.ParseError):
             path(record)
+
+
+def test_data_source_is_thread_safe(tabular: tfds.Builder, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = tabular.as_data_source("train", index_dir=str(tmp_path))
+    order = list(np.random.default_rng(0).permutation(len(src)))
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda i: int(src[int(i)]["id"]), order * 3))
+    expected = [int(src[int(i)]["id"]) for i in order] * 3
+    assert got == expected
+    src.close()
+    assert int(src[0]["id"]) == expected[order.index(0)]  # reopens after close()

@@ -770,7 +770,10 @@ class DataSource(_Seq[Any]):
             self._pid = os.getpid()
         fd = self._fds.get(k)
         if fd is None:
-            fd = self._fds[k] = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            with self._lock:
+                fd = self._fds.get(k)
+                if fd is None:
+                    fd = self._fds[k] = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         return fd
 
     def _cached_index(self, path: str, rebuild: bool = False) -> Optional[str]:
