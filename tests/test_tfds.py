@@ -363,6 +363,8 @@ def test_missing_dataset_says_where_and_how(tmp_path: Path) -> None:
         tfds.builder_from_directory(tmp_path)
     with pytest.raises(ValueError, match="bad dataset name"):
         tfds.builder("../etc", data_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="bad config name"):
+        tfds.builder("tfl_digits/..", data_dir=str(ROOT))
 
 
 def test_missing_shard(tmp_path: Path) -> None:

@@ -935,6 +935,8 @@ def builder(name: str, *, data_dir: Optional[str] = None) -> Builder:
         )
     root = os.path.abspath(os.path.expanduser(data_dir) if data_dir else default_data_dir())
     ds_name, config, version = m.group("name"), m.group("config"), m.group("version")
+    if config is not None and config.strip(".") == "":
+        raise ValueError(f"bad config name {config!r} in {name!r}")
     base = os.path.join(root, ds_name)
     candidates: list[str] = []
     if config:
