@@ -573,10 +573,10 @@ def tf_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     def runner(ds: Any) -> Run:
         def run() -> Count:
             n = check = 0
-            for b in ds.as_numpy_iterator():
-                labels = b[key]
-                if not isinstance(labels, np.ndarray):  # a SparseTensorValue
-                    labels = labels.values
+            # Tensors as tf.data hands them out; only the checked column becomes NumPy
+            # (as_numpy_iterator would also densify the sparse ones).
+            for b in ds:
+                labels = b[key].numpy()
                 n += len(labels)
                 check += _first_column_sum(labels)
             return Count(n, size, check)
