@@ -11,7 +11,7 @@ datasets with TFDS itself (once; kept in ``--data-dir``, default ``benchmarks/_d
 
 Measured, alternating the two libraries each round (medians of ``--rounds``):
 
-* a full pass of ``as_dataset("train")``: ``tfds.as_numpy(tfds.builder_from_directory(d)
+* a full pass of ``as_dataset("train")``, each library in a fresh process of its own: ``tfds.as_numpy(tfds.builder_from_directory(d)
   .as_dataset("train"))`` against ``tfrecord_lite.tfds.builder_from_directory(d)
   .as_dataset("train")`` (the same examples in the same order, as NumPy);
 * ``as_data_source("train")[i]`` in a random order (tfrecord_lite only: TFDS's data
@@ -27,10 +27,11 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -106,42 +107,58 @@ def _prepare(data_dir: Path, images: int, rows: int) -> dict[str, Path]:
     return out
 
 
-def _timed(fn: Callable[[], int]) -> tuple[float, int]:
-    start = time.perf_counter()
-    n = fn()
-    return time.perf_counter() - start, n
+def _child(kind: str, path: str, extra: str) -> None:
+    """One measurement in a fresh process (only the library measured is imported).
+
+    Importing TensorFlow into a process slows NumPy-heavy Python code in it (its thread
+    pools and allocator), so each side is timed in a process of its own, as users run it.
+    """
+    if kind == "tfds":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow as tf
+        import tensorflow_datasets as tfds
+
+        tf.config.set_visible_devices([], "GPU")
+        start = time.perf_counter()
+        ds = tfds.as_numpy(tfds.builder_from_directory(path).as_dataset(split="train"))
+        n = sum(1 for _ in ds)
+    else:
+        import tfrecord_lite.tfds as tfl
+
+        if kind == "ours":
+            start = time.perf_counter()
+            n = sum(1 for _ in tfl.builder_from_directory(path).as_dataset("train"))
+        else:  # random access: extra = "count,skip_image,index_dir"
+            count, skip, index_dir = extra.split(",", 2)
+            decoders = {"image": tfl.SkipDecoding()} if skip == "1" else None
+            src = tfl.builder_from_directory(path).as_data_source(
+                "train", decoders=decoders, index_dir=index_dir
+            )
+            src[0]  # open the shards and their indexes before timing
+            order = np.random.default_rng(0).permutation(len(src))[: int(count)]
+            start = time.perf_counter()
+            for i in order:
+                src[int(i)]
+            n = len(order)
+    print(json.dumps({"n": n, "seconds": time.perf_counter() - start}))
 
 
-def _tfds_pass(path: Path) -> int:
-    import tensorflow_datasets as tfds
-
-    ds = tfds.as_numpy(tfds.builder_from_directory(str(path)).as_dataset(split="train"))
-    return sum(1 for _ in ds)
-
-
-def _ours_pass(path: Path, threads: int) -> int:
-    import tfrecord_lite.tfds as tfl
-
-    ds = tfl.builder_from_directory(path).as_dataset("train", num_parallel_calls=threads)
-    return sum(1 for _ in ds)
-
-
-def _random_access(path: Path, skip_image: bool, n: int, index_dir: str) -> tuple[float, int]:
-    import tfrecord_lite.tfds as tfl
-
-    decoders = {"image": tfl.SkipDecoding()} if skip_image else None
-    src = tfl.builder_from_directory(path).as_data_source(
-        "train", decoders=decoders, index_dir=index_dir
-    )
-    src[0]  # open the shards and their indexes before timing
-    order = np.random.default_rng(0).permutation(len(src))[:n]
-    start = time.perf_counter()
-    for i in order:
-        src[int(i)]
-    return time.perf_counter() - start, len(order)
+def _run(kind: str, path: Path, extra: str = "") -> tuple[float, int]:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_tfds", "--child", kind, str(path), extra],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=HERE.parent,
+    ).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return float(result["seconds"]), int(result["n"])
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--child"]:
+        _child(argv[1], argv[2], argv[3] if len(argv) > 3 else "")
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--images", type=int, default=4000)
@@ -152,28 +169,34 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     import tensorflow as tf
-
-    tf.config.set_visible_devices([], "GPU")
     import tensorflow_datasets as tfds
 
     import tfrecord_lite
+    from tfrecord_lite._tfds_features import _simplejpeg
 
     dirs = _prepare(args.data_dir, args.images, args.rows)
     cores = os.cpu_count() or 1
+    jpeg = "simplejpeg (exact)" if _simplejpeg() is not None else "Pillow"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"tensorflow {tf.__version__}, tensorflow-datasets {tfds.__version__}, "
-        f"tfrecord_lite {tfrecord_lite.__version__}; {cores} cores; medians of {args.rounds} rounds"
+        f"tfrecord_lite {tfrecord_lite.__version__}; {cores} cores (load average {load:.1f}); "
+        f"JPEG decoder: {jpeg}; medians of {args.rounds} rounds, each in a fresh process"
     )
-    results: dict[str, Any] = {"cores": cores, "rounds": args.rounds}
+    results: dict[str, Any] = {
+        "cores": cores,
+        "rounds": args.rounds,
+        "jpeg_decoder": jpeg,
+        "load_average": load,
+    }
     rows = []
     for name, path in dirs.items():
-        threads = cores if name == "bench_images" else 1
         times: dict[str, list[float]] = {"tfds": [], "ours": []}
         count = 0
-        for _ in range(args.rounds):
-            t, n1 = _timed(lambda p=path: _tfds_pass(p))
+        for _ in range(args.rounds):  # alternate the two
+            t, n1 = _run("tfds", path)
             times["tfds"].append(t)
-            t, n2 = _timed(lambda p=path, k=threads: _ours_pass(p, k))
+            t, n2 = _run("ours", path)
             times["ours"].append(t)
             assert n1 == n2, (n1, n2)
             count = n1
@@ -186,7 +209,6 @@ def main(argv: list[str]) -> int:
             "tfds_per_s": count / med["tfds"],
             "ours_per_s": count / med["ours"],
             "speedup": ratio,
-            "threads": threads,
         }
         rows.append(
             f"| as_dataset, {name} ({count:,} ex.) | {count / med['tfds']:,.0f} ex/s | "
@@ -196,10 +218,10 @@ def main(argv: list[str]) -> int:
     for name, path in dirs.items():
         full, skipped = [], []
         for _ in range(args.rounds):
-            t, n = _random_access(path, False, args.random, index_dir)
+            t, n = _run("random", path, f"{args.random},0,{index_dir}")
             full.append(n / t)
             if name == "bench_images":
-                t, n = _random_access(path, True, args.random, index_dir)
+                t, n = _run("random", path, f"{args.random},1,{index_dir}")
                 skipped.append(n / t)
         rate = statistics.median(full)
         results[f"{name}_random"] = {"per_s": rate}
