@@ -324,10 +324,17 @@ def test_parse_batches_equals_one_parse_example_per_batch(
     expect = _reference(batches, specs)
     _same_runs(_run(_parse.parse_batches(iter(batches), specs)), expect)
     # Specs that cannot fail on these records: every batch comes out.
-    loose = {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}
+    loose: dict[str, Any] = {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}
     got = _run(_parse.parse_batches(iter(batches), loose))
     assert len(got) == len(batches)
     _same_runs(got, _reference(batches, loose))
+    # Specs that read other keys than their name (Sparse, Ragged with a value_key).
+    keyed = {
+        "r": tfr.RaggedFeature(tfr.int64, value_key="label"),
+        "sp": tfr.SparseFeature(index_key="label", value_key="a", dtype=tfr.float32, size=99),
+        "a": tfr.VarLenFeature(tfr.float32),
+    }
+    _same_runs(_run(_parse.parse_batches(iter(batches), keyed)), _reference(batches, keyed))
 
 
 def test_parse_batches_error_comes_after_the_good_batches_with_its_batch_index(

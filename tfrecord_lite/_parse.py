@@ -787,11 +787,11 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
     # specs that every record of the chunk fills. The others are assembled per batch.
     sliced: dict[str, Any] = {}
     for key, spec in plan.specs.items():
-        col = cols[key]
         if isinstance(spec, VarLenFeature):
-            sliced[key] = _var_len(spec, col).indices
+            sliced[key] = _var_len(spec, cols[key]).indices
         elif isinstance(spec, FixedLenFeature):
             size = math.prod(spec.shape)
+            col = cols[key]
             if size and col.present.all() and (col.counts == size).all():
                 sliced[key] = size
     rest = {key: spec for key, spec in plan.specs.items() if key not in sliced}
