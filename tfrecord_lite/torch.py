@@ -576,9 +576,9 @@ class MapDataset(_tud.Dataset[Any]):
         for f in self.files:
             self._starts.append(self._starts[-1] + len(f))
         if features is not None:
-            from ._schema import validate_features
+            from ._parse import compile_features
 
-            features = validate_features(features)
+            features = compile_features(features)
         self.features = features
         self.transform = transform
         self.as_tensors = as_tensors
