@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import multiprocessing
 import os
 import pickle
 import secrets
@@ -236,7 +237,8 @@ def _install_handoff() -> None:
 
 
 def _in_worker() -> bool:
-    return _tud.get_worker_info() is not None
+    """True in a DataLoader worker process (a child process with torch's worker info)."""
+    return _tud.get_worker_info() is not None and multiprocessing.parent_process() is not None
 
 
 def _order(a: np.ndarray) -> _Order:
@@ -598,7 +600,7 @@ class MapDataset(_tud.Dataset[Any]):
         return j, k - self._starts[j]
 
     def _finish(self, record: bytes) -> Any:
-        if self.shared_memory and _POOL is None and _in_worker():
+        if self.shared_memory and (_POOL is None or _POOL.pid != os.getpid()) and _in_worker():
             _install_handoff()
         item: Any = record
         if self.features is not None:
