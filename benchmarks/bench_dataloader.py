@@ -4,8 +4,8 @@
                                           [--records 60000] [--batch 1024] [--handoff shm,pickle]
 
 The pipeline is the one of a training script reading MNIST-like records
-(``image_raw`` 784 bytes, ``label``, ``dim``): ``TFRecordDataset(file).parse(spec)
-.batch(batch)`` in a ``DataLoader(batch_size=None, persistent_workers=True)``, read
+(``image_raw`` 784 bytes, ``label``, ``dim``, written as ``--files`` shards):
+``TFRecordDataset("mnist@16").parse(spec).batch(batch)`` in a ``DataLoader(batch_size=None, persistent_workers=True)``, read
 for ``--epochs`` epochs (``set_epoch`` before each). Two element kinds:
 
 * ``as_tensors=False``: batches as ``parse_example`` returns them (``image_raw`` an
@@ -23,7 +23,13 @@ Every (workers, as_tensors, handoff) configuration runs in a fresh child process
 per repetition, configurations alternate (A B C A B C ...) so that drift on a
 shared machine hits them alike, and the report gives medians (min-max) of
 records/s over the whole run, worker start-up included, and the ratio of the
-medians to the in-process median. The machine's core count (``os.cpu_count()``)
+medians to the in-process median. Because wall-clock rates on a shared machine
+say more about the neighbours than about the code, the report also gives the
+CPU time per batch of the main process and of the workers after the first
+epoch (no start-up; read from /proc while the persistent workers live, else
+over the whole run), and the rate those alone allow on the cores this run may
+use: ``batch / max(main, workers / W, (main + workers) / cores)``. The
+machine's core count (``os.cpu_count()``)
 and the number of cores this process may run on (its affinity) are printed:
 worker counts above that cannot add throughput.
 """
@@ -58,15 +64,41 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def write_data(path: str, records: int) -> int:
-    """Write ``records`` MNIST-like records to ``path``; return the sum of labels (a checksum)."""
+def _live_children_cpu() -> Optional[float]:
+    """CPU seconds used so far by this process's live children (Linux /proc), else None."""
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        pids: list[str] = []
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids += f.read().split()
+        total = 0
+        for pid in pids:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / tick
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def write_data(path: str, records: int, files: int = 1) -> int:
+    """Write ``records`` MNIST-like records to ``path`` (``files > 1``: shards
+    ``path-0000i-of-0000n``); return the sum of labels (a checksum)."""
     import tfrecord_lite as tfr
 
     from .data import mnist_arrays, mnist_records
 
     cols = mnist_arrays(records)
-    with tfr.TFRecordWriter(path) as w:
-        w.write_all(mnist_records(cols))
+    data = mnist_records(cols)
+    if files <= 1:
+        with tfr.TFRecordWriter(path) as w:
+            w.write_all(data)
+    else:
+        per = -(-records // files)
+        for i in range(files):
+            with tfr.TFRecordWriter(f"{path}-{i:05d}-of-{files:05d}") as w:
+                w.write_all(data[i * per : (i + 1) * per])
     return int(cols["label"].sum())
 
 
@@ -92,7 +124,8 @@ def child(args: argparse.Namespace) -> None:
         "label": tfr.FixedLenFeature([], tfr.int64),
         "dim": tfr.FixedLenFeature([3], tfr.int64),
     }
-    pipeline = tfr.TFRecordDataset(args.file).parse(spec).batch(args.batch)
+    source = args.file if args.files <= 1 else f"{args.file}@{args.files}"
+    pipeline = tfr.TFRecordDataset(source).parse(spec).batch(args.batch)
     if args.tensors:
         pipeline = pipeline.map(_decode)
     kwargs: dict[str, Any] = {}
@@ -115,6 +148,8 @@ def child(args: argparse.Namespace) -> None:
     records = 0
     labels = 0
     first_epoch = 0.0
+    main_after_first = cpu_start
+    workers_after_first: Optional[float] = None
     for epoch in range(args.epochs):
         ds.set_epoch(epoch)
         for batch in loader:
@@ -123,8 +158,17 @@ def child(args: argparse.Namespace) -> None:
             labels += int(label.sum())
         if epoch == 0:
             first_epoch = time.perf_counter() - start
+            main_after_first = time.process_time()
+            workers_after_first = _live_children_cpu()
     seconds = time.perf_counter() - start
     main_cpu = time.process_time() - cpu_start
+    main_later = time.process_time() - main_after_first
+    workers_end = _live_children_cpu()
+    workers_later = (
+        workers_end - workers_after_first
+        if workers_end is not None and workers_after_first is not None
+        else None
+    )
     del loader
     gc.collect()  # the loader's iterator goes: its workers are shut down and joined
     result = {
@@ -134,6 +178,9 @@ def child(args: argparse.Namespace) -> None:
         "first": first_epoch,
         "main_cpu": main_cpu,
         "worker_cpu": _children_cpu() - children_start,
+        # after the first epoch: no start-up, persistent workers still alive
+        "main_cpu_later": main_later,
+        "worker_cpu_later": workers_later if args.child_workers else 0.0,
     }
     print(json.dumps(result))
 
@@ -149,6 +196,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--records", type=int, default=60_000)
     p.add_argument("--batch", type=int, default=1024)
+    p.add_argument(
+        "--files",
+        type=int,
+        default=16,
+        help="shards to write the records into (workers split whole files; with 1 file "
+        "every worker reads the whole file and keeps its share of the records)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     # child mode
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -167,7 +221,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     cpu_count, affinity = _cores()
     print(
         f"os.cpu_count() = {cpu_count}, cores this run may use (affinity) = {affinity}; "
-        f"{args.records:,} records, batch {args.batch}, {args.epochs} epochs, "
+        f"{args.records:,} records in {args.files} file(s), batch {args.batch}, "
+        f"{args.epochs} epochs, "
         f"{args.repeats} repeats",
         flush=True,
     )
@@ -180,7 +235,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     batches = args.epochs * -(-args.records // args.batch)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mnist.tfrecord")
-        check = write_data(path, args.records)
+        check = write_data(path, args.records, args.files)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
@@ -203,6 +258,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     str(args.epochs),
                     "--batch",
                     str(args.batch),
+                    "--files",
+                    str(args.files),
                 ]
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=root)
                 if out.returncode != 0:
@@ -222,6 +279,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                 )
                 main_us = result["main_cpu"] / batches * 1e6
                 worker_us = result["worker_cpu"] / batches * 1e6
+                later_batches = batches - batches // args.epochs
+                if result["worker_cpu_later"] is not None and later_batches:
+                    main_us = result["main_cpu_later"] / later_batches * 1e6
+                    worker_us = result["worker_cpu_later"] / later_batches * 1e6
                 runs[(t, w, h)].append((total, later, main_us, worker_us))
                 print(
                     f"  repeat {rep + 1}: as_tensors={t!s:5} workers={w:<2} {h:6} "
