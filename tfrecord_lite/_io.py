@@ -1138,6 +1138,8 @@ def _read_batches(
             decoder._soft_limit = DEFAULT_MAX_COMPRESSED_RECORD
         # A plain file can seek past a record skipped for being too large.
         seekable = stream_size is not None and on_error == "skip"
+        # A plain file: the next block may start at an incomplete record (no join).
+        rewind = stream_size is not None and on_error == "raise"
         try:
             try:
                 for chunk in chunks:
@@ -1145,6 +1147,10 @@ def _read_batches(
                     yield from _decoded_batches(decoder)
                     if decoder.stopped:
                         break
+                    if rewind and len(chunk) == buffer_size:
+                        back = decoder._release_tail(buffer_size)
+                        if back:
+                            f.seek(-back, os.SEEK_CUR)
                     if seekable:
                         ahead = decoder._discard_ahead()
                         if ahead > buffer_size:
@@ -1486,6 +1492,12 @@ class _PlainTail:
                     return []
                 d.feed(block)
                 out = d.records()
+                if len(block) == self._block:
+                    # The next block starts at the incomplete record instead of
+                    # being joined onto its head (no copy of the whole block).
+                    back = d._release_tail(self._block)
+                    if back:
+                        f.seek(-back, os.SEEK_CUR)
             return out
         except TFRecordError as err:
             if self._found and err.index in (None, 0):
