@@ -564,7 +564,7 @@ class _ReadPlan:
         sample_source: Any = None,
         *,
         compression: Any = "auto",
-        sample: int = DEFAULT_SAMPLE,
+        sample: Optional[int] = DEFAULT_SAMPLE,
     ) -> None:
         if features is None and sequence_features is None:
             if sample_source is None:
@@ -658,7 +658,7 @@ def iter_tables(
     verify: bool = True,
     on_error: str = "raise",
     batch_size: int = DEFAULT_BATCH_SIZE,
-    sample: int = DEFAULT_SAMPLE,
+    sample: Optional[int] = DEFAULT_SAMPLE,
 ) -> Iterator[pa.Table]:
     """Yield the records of ``paths`` as tables of ``batch_size`` rows (the last may be shorter).
 
@@ -681,7 +681,7 @@ def read_table(
     verify: bool = True,
     on_error: str = "raise",
     batch_size: int = DEFAULT_BATCH_SIZE,
-    sample: int = DEFAULT_SAMPLE,
+    sample: Optional[int] = DEFAULT_SAMPLE,
 ) -> pa.Table:
     """Read the records of one or more TFRecord files into one ``pyarrow.Table``.
 

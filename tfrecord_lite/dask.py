@@ -50,7 +50,6 @@ class _ReadPartition:
         compression: Any,
         verify: bool,
         on_error: str,
-        storage_options: Optional[dict[str, Any]],
         batch_size: int,
         include_paths: bool,
     ) -> None:
@@ -58,14 +57,11 @@ class _ReadPartition:
         self.compression = compression
         self.verify = verify
         self.on_error = on_error
-        self.storage_options = storage_options
         self.batch_size = batch_size
         self.include_paths = include_paths
 
     def table(self, piece: Any) -> Any:
         import pyarrow as pa
-
-        from .ray import _source
 
         tables = [self.plan.schema.empty_table()]
         if piece.start is not None:
@@ -75,12 +71,9 @@ class _ReadPartition:
                 for a in range(piece.start, piece.stop, self.batch_size):
                     tables.append(self.plan.convert(f[a : min(piece.stop, a + self.batch_size)]))
         else:
-            with (
-                _source(piece.path, self.storage_options) as src,
-                TFRecordReader(
-                    src, self.compression, verify=self.verify, on_error=self.on_error
-                ) as reader,
-            ):
+            with TFRecordReader(
+                piece.path, self.compression, verify=self.verify, on_error=self.on_error
+            ) as reader:
                 batch: list[bytes] = []
                 for record in reader:
                     batch.append(record)
@@ -92,7 +85,7 @@ class _ReadPartition:
         table = pa.concat_tables(tables)
         if self.include_paths:
             table = table.append_column(
-                "path", pa.array([piece.path] * table.num_rows, pa.string())
+                "path", pa.array([str(piece.path)] * table.num_rows, pa.string())
             )
         return table
 
@@ -112,7 +105,7 @@ def read_tfrecords(
     batch_size: int = DEFAULT_BATCH_SIZE,
     records_per_partition: Optional[int] = None,
     include_paths: bool = False,
-    sample: int = DEFAULT_SAMPLE,
+    sample: Optional[int] = DEFAULT_SAMPLE,
 ) -> Any:
     """A lazy ``dask.dataframe.DataFrame`` of the records of TFRecord files (``dd.from_map``).
 
@@ -124,22 +117,20 @@ def read_tfrecords(
     URLs with ``storage_options``, ``include_paths`` adds a ``path`` column.
     """
     dd = _dd()
-    from .ray import DEFAULT_RECORDS_PER_TASK, _expand, _Piece, _source, _split_file
+    from .ray import DEFAULT_RECORDS_PER_TASK, _expand, _Piece, _split_file
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if on_error not in ("raise", "skip", "stop"):
         raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
     files = _expand(paths, storage_options)
-    opts = dict(storage_options) if storage_options else None
     if features is None and sequence_features is None:
-        with _source(files[0], opts) as src:
-            plan = _ReadPlan(None, None, src, compression=compression, sample=sample)
+        plan = _ReadPlan(None, None, files[0], compression=compression, sample=sample)
     else:
         plan = _ReadPlan(features, sequence_features)
     per = records_per_partition or DEFAULT_RECORDS_PER_TASK
     pieces: list[_Piece] = [p for f in files for p in _split_file(f, per, compression)]
-    reader = _ReadPartition(plan, compression, verify, on_error, opts, batch_size, include_paths)
+    reader = _ReadPartition(plan, compression, verify, on_error, batch_size, include_paths)
     empty = plan.schema.empty_table()
     if include_paths:
         import pyarrow as pa

@@ -33,7 +33,6 @@ with one sub-folder per class -> labelled shards) as Ray tasks, one per shard.
 from __future__ import annotations
 
 import contextlib
-import glob as _glob
 import math
 import os
 import random
@@ -42,6 +41,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from . import _fs
 from ._index import find_index, read_index
 from ._infer import DEFAULT_SAMPLE
 from ._io import TFRecordReader, TFRecordWriter, detect_compression
@@ -95,68 +95,18 @@ def _require_ray() -> None:
 # --------------------------------------------------------------------------- paths and URLs
 
 
-def _is_url(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
-
-
-def _fsspec() -> Any:
-    try:
-        import fsspec  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    except ImportError:
-        raise ImportError(
-            'reading or writing URLs needs fsspec: pip install "tfrecord-lite[s3]" (or [gcs])'
-        ) from None
-    return fsspec
-
-
-def _fs_of(url: str, storage_options: Optional[Mapping[str, Any]]) -> tuple[Any, str]:
-    fs, path = _fsspec().core.url_to_fs(url, **dict(storage_options or {}))
-    return fs, path
-
-
 def _expand(
     paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
     storage_options: Optional[Mapping[str, Any]] = None,
 ) -> list[str]:
-    """Paths, globs, directories, ``name@N`` specs and URLs (globs too) -> a list of files."""
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    """Paths, globs, directories, ``name@N`` specs and URLs -> files (URLs keep their options)."""
+    files = expand_paths(paths, storage_options=storage_options)
     out: list[str] = []
-    for item in items:
-        p = os.fspath(item)
-        if _is_url(p):
-            fs, stripped = _fs_of(p, storage_options)
-            if any(c in stripped for c in "*?["):
-                found = sorted(fs.glob(stripped))
-                if not found:
-                    raise FileNotFoundError(f"no files match the pattern {p!r}")
-                out.extend(fs.unstrip_protocol(f) for f in found)
-            elif fs.isdir(stripped):
-                found = sorted(
-                    f
-                    for f in fs.find(stripped)
-                    if not os.path.basename(f).startswith(".")
-                    and not f.endswith((".index", ".idx"))
-                )
-                if not found:
-                    raise FileNotFoundError(f"directory {p!r} contains no files")
-                out.extend(fs.unstrip_protocol(f) for f in found)
-            else:
-                out.append(p)
-        else:
-            out.extend(os.fspath(f) for f in expand_paths(p))  # type: ignore[arg-type]
-    if not out:
-        raise ValueError("no files given")
+    for f in files:
+        if not isinstance(f, (str, os.PathLike)):
+            raise TypeError("read tasks run in other processes: pass paths or URLs, not files")
+        out.append(f if isinstance(f, str) else os.fspath(f))
     return out
-
-
-@contextlib.contextmanager
-def _source(path: str, storage_options: Optional[Mapping[str, Any]]) -> Iterator[Any]:
-    """What the core reader takes for ``path``: the path, or an fsspec file for a URL."""
-    if _is_url(path) and storage_options:
-        with _fsspec().open(path, "rb", **dict(storage_options)) as f:
-            yield f
-    else:
-        yield path
 
 
 # --------------------------------------------------------------------------- reading
@@ -188,7 +138,7 @@ class _Piece:
 
 def _split_file(path: str, per_task: int, compression: Optional[str] = "auto") -> list[_Piece]:
     """How one file is read: whole, or in record ranges when it is large, plain and indexed."""
-    if _is_url(path):
+    if _fs.is_url(path):
         return [_Piece(path, None)]
     try:
         size = os.path.getsize(path)
@@ -229,7 +179,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
         batch_size: int = DEFAULT_BATCH_SIZE,
         records_per_task: int = DEFAULT_RECORDS_PER_TASK,
         include_paths: bool = False,
-        sample: int = DEFAULT_SAMPLE,
+        sample: Optional[int] = DEFAULT_SAMPLE,
     ) -> None:
         _require_ray()
         super().__init__()
@@ -241,12 +191,10 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
         self.compression = compression
         self.verify = verify
         self.on_error = on_error
-        self.storage_options = dict(storage_options) if storage_options else None
         self.batch_size = batch_size
         self.include_paths = include_paths
         if features is None and sequence_features is None:
-            with _source(self.files[0], self.storage_options) as src:
-                self.plan = _ReadPlan(None, None, src, compression=compression, sample=sample)
+            self.plan = _ReadPlan(None, None, self.files[0], compression=compression, sample=sample)
         else:
             self.plan = _ReadPlan(features, sequence_features)
         self.pieces = [p for f in self.files for p in _split_file(f, records_per_task, compression)]
@@ -276,7 +224,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
         def with_path(t: pa.Table) -> pa.Table:
             if not self.include_paths:
                 return t
-            return t.append_column("path", pa.array([piece.path] * t.num_rows, pa.string()))
+            return t.append_column("path", pa.array([str(piece.path)] * t.num_rows, pa.string()))
 
         if piece.start is not None and piece.stop is not None:
             from ._index import TFRecordFile
@@ -287,12 +235,9 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
                     yield with_path(self.plan.convert(f[a:b]))
             return
         emitted = False
-        with (
-            _source(piece.path, self.storage_options) as src,
-            TFRecordReader(
-                src, self.compression, verify=self.verify, on_error=self.on_error
-            ) as reader,
-        ):
+        with TFRecordReader(
+            piece.path, self.compression, verify=self.verify, on_error=self.on_error
+        ) as reader:
             batch: list[bytes] = []
             for record in reader:
                 batch.append(record)
@@ -342,7 +287,7 @@ def read_tfrecords(
     batch_size: int = DEFAULT_BATCH_SIZE,
     records_per_task: int = DEFAULT_RECORDS_PER_TASK,
     include_paths: bool = False,
-    sample: int = DEFAULT_SAMPLE,
+    sample: Optional[int] = DEFAULT_SAMPLE,
     override_num_blocks: Optional[int] = None,
     ray_remote_args: Optional[dict[str, Any]] = None,
     concurrency: Optional[int] = None,
@@ -354,7 +299,9 @@ def read_tfrecords(
     passed to fsspec. ``features`` are the Example's specs (for
     SequenceExamples: the context's, plus ``sequence_features``); when both are
     ``None`` the schema is inferred from the first ``sample`` records of the
-    first file. Column types are those of :mod:`tfrecord_lite.arrow`.
+    first file (``sample=None``: all of it; a key missing from some later record
+    must then be read as a ``VarLenFeature``, so pass ``features`` for data whose
+    first records are not typical). Column types are those of :mod:`tfrecord_lite.arrow`.
     ``compression`` (``"auto"``: detected per file), ``verify`` (CRC checks) and
     ``on_error`` (``"raise"``, ``"skip"``, ``"stop"``) are the core reader's.
     ``batch_size`` records are parsed per block. A file with an index file is
@@ -409,15 +356,15 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
         _require_ray()
         if not prefix or "/" in prefix or os.sep in prefix:
             raise ValueError(f"prefix must be a file name prefix, got {prefix!r}")
-        self.path = os.fspath(path)
-        self.url = _is_url(self.path)
+        #: The output directory (a URL carries its storage options).
+        self.path = _fs.bind(path, storage_options)
+        self.url = _fs.is_url(self.path)
         self.compression = compression
         self.prefix = prefix
         self.suffix = suffix
         self.sequence_features = list(sequence_features) if sequence_features else None
         self._min_rows = min_rows_per_file
         self.overwrite = overwrite
-        self.storage_options = dict(storage_options) if storage_options else None
         #: Unique per write job: staging names never collide with another job's.
         self.job = uuid.uuid4().hex[:12]
         #: The shards written, in order (set when the job completes).
@@ -427,24 +374,17 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
 
     # -- where things go
 
-    def _fs(self) -> Any:
-        return _fs_of(self.path, self.storage_options)[0] if self.url else None
-
-    def _join(self, name: str) -> str:
-        return self.path.rstrip("/") + "/" + name if self.url else os.path.join(self.path, name)
-
     def _staging(self, task: int) -> str:
-        return self._join(f".{self.prefix}-{self.job}-{task:06d}.staging")
+        return _fs.join(self.path, f".{self.prefix}-{self.job}-{task:06d}.staging")
+
+    def _entries(self) -> list[str]:
+        if not _fs.isdir(self.path):
+            return []
+        return [full for full, is_file in _fs.listdir(self.path) if is_file]
 
     def _existing_shards(self) -> list[str]:
         pattern = re.compile(re.escape(self.prefix) + _SHARD_RE + re.escape(self.suffix) + "$")
-        if self.url:
-            fs, root = _fs_of(self.path, self.storage_options)
-            names = [n for n in fs.ls(root, detail=False)] if fs.exists(root) else []
-            return [fs.unstrip_protocol(n) for n in names if pattern.match(n.rsplit("/", 1)[-1])]
-        if not os.path.isdir(self.path):
-            return []
-        return sorted(os.path.join(self.path, n) for n in os.listdir(self.path) if pattern.match(n))
+        return [p for p in self._entries() if pattern.match(_fs.split(p)[1])]
 
     # -- the Datasink API
 
@@ -460,8 +400,9 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
     def on_write_start(self, schema: Any = None) -> None:
         """Create the directory; refuse to mix with shards already there (unless overwrite)."""
         if self.url:
-            fs, root = _fs_of(self.path, self.storage_options)
-            fs.makedirs(root, exist_ok=True)
+            fs, root = _fs.filesystem(self.path)
+            with contextlib.suppress(OSError, NotImplementedError):  # object stores: no dirs
+                fs.makedirs(root, exist_ok=True)
         else:
             os.makedirs(self.path, exist_ok=True)
         if not self.overwrite:
@@ -479,37 +420,24 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
 
         staging = self._staging(int(ctx.task_idx))
         rows = 0
-        with contextlib.ExitStack() as stack:
-            if self.url:
-                # An object appears only when its upload completes; a retry replaces it.
-                f = stack.enter_context(
-                    _fsspec().open(staging, "wb", **(self.storage_options or {}))
-                )
-                w = stack.enter_context(TFRecordWriter(f, self.compression))
-            else:
-                # A temporary file renamed onto the staging name when complete.
-                w = stack.enter_context(TFRecordWriter(staging, self.compression, atomic=True))
+        # atomic: a local temporary file renamed onto the staging name when complete; on an
+        # object store an upload that becomes visible only when complete. A retry of this
+        # task rewrites the same staging shard whole.
+        with TFRecordWriter(staging, self.compression, atomic=True) as w:
             for block in blocks:
                 table = BlockAccessor.for_block(block).to_arrow()
                 rows += w.write_all(table_records(table, sequence_features=self.sequence_features))
         return {"task": int(ctx.task_idx), "staging": staging, "rows": rows}
 
-    def _remove(self, paths: Sequence[str]) -> None:
-        fs = self._fs()
+    @staticmethod
+    def _remove(paths: Sequence[str]) -> None:
         for p in paths:
-            with contextlib.suppress(OSError, FileNotFoundError):
-                if fs is not None:
-                    fs.rm(_fs_of(p, self.storage_options)[1])
-                else:
-                    os.remove(p)
+            with contextlib.suppress(OSError):
+                _fs.remove(p)
 
     def _leftovers(self) -> list[str]:
         """Every staging or temporary file of this job still in the directory."""
-        if self.url:
-            fs, root = _fs_of(self.path, self.storage_options)
-            names = fs.ls(root, detail=False) if fs.exists(root) else []
-            return [fs.unstrip_protocol(n) for n in names if self.job in n.rsplit("/", 1)[-1]]
-        return _glob.glob(os.path.join(_glob.escape(self.path), f".*{self.job}*"))
+        return [p for p in self._entries() if self.job in _fs.split(p)[1]]
 
     def on_write_complete(self, write_result: Any) -> None:
         """Rename the staging shards to ``<prefix>-NNNNN-of-MMMMM``; remove what is left over."""
@@ -522,26 +450,18 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
         old = self._existing_shards() if self.overwrite else []
         if not keep:  # nothing was written at all: one empty, valid shard
             empty = self._staging(0)
-            if self.url:
-                with _fsspec().open(empty, "wb", **(self.storage_options or {})):
-                    pass
-            else:
-                TFRecordWriter(empty, self.compression, atomic=True).close()
+            TFRecordWriter(empty, self.compression, atomic=True).close()
             keep = [{"task": 0, "staging": empty, "rows": 0}]
         total = len(keep)
-        finals = [self._join(shard_name(self.prefix, i, total) + self.suffix) for i in range(total)]
-        fs = self._fs()
+        finals = [
+            _fs.join(self.path, shard_name(self.prefix, i, total) + self.suffix)
+            for i in range(total)
+        ]
         for r, final in zip(keep, finals):
-            if fs is not None:
-                fs.mv(
-                    _fs_of(r["staging"], self.storage_options)[1],
-                    _fs_of(final, self.storage_options)[1],
-                )
-            else:
-                os.replace(r["staging"], final)
-        self._remove([p for p in old if p not in finals])
+            _fs.rename(_fs.join(self.path, _fs.split(r["staging"])[1]), final)
+        self._remove([p for p in old if str(p) not in {str(f) for f in finals}])
         self._remove(self._leftovers())
-        self.paths = finals
+        self.paths = [str(f) for f in finals]
         self.shard_records = [int(r["rows"]) for r in keep]
 
     def on_write_failed(self, error: Exception) -> None:
