@@ -90,6 +90,7 @@ IO_HEADING = "`tfr.io`: TensorFlow's `tf.io` names"
 DATA_HEADING = "`tfr.data`: TensorFlow's `tf.data` names"
 COMPAT_HEADING = "`tfr.compat.v1.io`: TensorFlow 1's `tf_record_iterator`"
 PYTHON_IO_HEADING = "`tfr.python_io`: TensorFlow 1's `tf.python_io`"
+IMAGE_HEADING = "`tfr.image`: the codecs of `tf.image`"
 
 #: Names whose object is not ours to introspect (it depends on what is installed).
 OVERRIDES: dict[str, tuple[str, str, str]] = {
@@ -482,7 +483,7 @@ def render() -> str:
     entries: dict[str, list[tuple[tuple[int, int, str], str, Any, str]]] = {
         title: [] for title, _, _ in SECTIONS
     }
-    skipped = {"io", "train", "data", "compat", "python_io", "__version__"}
+    skipped = {"io", "train", "data", "compat", "python_io", "image", "__version__"}
     for name in tfr.__all__:
         if name in skipped:
             continue
@@ -523,6 +524,8 @@ def render() -> str:
         if title == IO_AFTER:
             toc.append(f"  - [{IO_HEADING}](#{_anchor(IO_HEADING)})")
             body.append(_namespace_page(IO_HEADING, "tfr.io", tfr.io, tfr))
+            toc.append(f"  - [{IMAGE_HEADING}](#{_anchor(IMAGE_HEADING)})")
+            body.append(_namespace_page(IMAGE_HEADING, "tfr.image", tfr.image, tfr))
         if title == TORCH_AFTER:
             toc.append(f"  - [{DATA_HEADING}](#{_anchor(DATA_HEADING)})")
             body.append(_namespace_page(DATA_HEADING, "tfr.data", tfr.data, tfr))

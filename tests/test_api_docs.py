@@ -44,7 +44,7 @@ def test_every_public_name_is_in_api_md() -> None:
     text = API_MD.read_text(encoding="utf-8")
     missing = []
     for name in tfr.__all__:
-        if name in ("io", "train", "data", "compat", "python_io", "__version__"):
+        if name in ("io", "train", "data", "compat", "python_io", "image", "__version__"):
             continue  # namespaces: their names are checked below
 
         if f"### `tfr.{name}`" not in text and f"| `tfr.{name}` |" not in text:
@@ -58,6 +58,7 @@ def test_every_public_name_is_in_api_md() -> None:
         ("tfr.data", tfr.data),
         ("tfr.compat.v1.io", tfr.compat.v1.io),
         ("tfr.python_io", tfr.python_io),
+        ("tfr.image", tfr.image),
     ):
         missing += [f"{prefix}.{n}" for n in ns.__all__ if not listed(f"{prefix}.{n}")]
     missing += [f"tfr.train.{n}" for n in tfr.train.__all__ if f"### `tfr.train.{n}`" not in text]

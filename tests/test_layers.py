@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "data",
             "compat",
             "python_io",
+            "image",
             "arrow",
             "ray",
             "dask",

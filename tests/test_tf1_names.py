@@ -171,3 +171,16 @@ def test_numpy_bools_are_ints_as_other_bools() -> None:
     # an error inside a list names the key
     with pytest.raises(TypeError, match=r"^feature 'a': unsupported value type object"):
         tfr.encode_example({"a": [np.bool_(True), object()]})
+
+
+def test_tf_image_codecs_are_the_tf_io_ones() -> None:
+    """TF1 scripts decode with tf.image.decode_jpeg(...): tfr.image has the same codecs."""
+    for name in ("decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"):
+        assert getattr(tfr.image, name) is getattr(tfr.io, name)
+    assert tfr.compat.v1.image is tfr.image
+    pytest.importorskip("PIL")
+    picture = np.zeros((4, 6, 3), np.uint8)
+    picture[:, :, 1] = 200
+    rec = tfr.encode_example({"image/encoded": tfr.image.encode_png(picture)})
+    parsed = tfr.parse_single_example(rec, {"image/encoded": tfr.FixedLenFeature([], tfr.string)})
+    assert np.array_equal(tfr.image.decode_png(parsed["image/encoded"], channels=3), picture)

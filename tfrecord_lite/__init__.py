@@ -29,7 +29,7 @@ Layers, bottom up; a module imports only from its own row or the rows above it:
 ``_index``, ``_sharded``, ``_dataset``      random access, sharded writing, datasets,
 ``torch``, ``_cli``, ``_images``            PyTorch, the command line and its helpers,
 ``_progress``, ``io``, ``train``, ``data``  and the TensorFlow-named namespaces
-``python_io``, ``compat``
+``python_io``, ``compat``, ``image``
 ``arrow``, ``ray``, ``dask``                Arrow/pandas tables, Ray Data, Dask (extras)
 ==========================================  ===================================================
 """
@@ -37,6 +37,7 @@ Layers, bottom up; a module imports only from its own row or the rows above it:
 from . import (
     compat,
     data,
+    image,
     io,
     python_io,
     train,
@@ -180,6 +181,7 @@ __all__ = [
     "float32",
     "float64",
     "float_feature",
+    "image",
     "infer_schema",
     "int8",
     "int16",

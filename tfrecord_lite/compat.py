@@ -3,7 +3,7 @@
 ``tf.compat.v1.io.tf_record_iterator(path)`` becomes
 ``tfr.compat.v1.io.tf_record_iterator(path)``, the same function as
 :func:`tfrecord_lite.tf_record_iterator`. ``tfr.compat.v1`` holds the TensorFlow 1
-names a TFRecord script uses: ``io``, ``python_io``, ``train``, ``data``,
+names a TFRecord script uses: ``io``, ``python_io``, ``train``, ``data``, ``image``,
 ``TFRecordReader``, ``FixedLenFeature`` & co., ``decode_raw`` and the TF1
 ``parse_*`` functions, whose third positional argument is ``name`` (TF1's order:
 ``parse_example(serialized, features, name=None, example_names=None)``).
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from . import data, io, python_io, train
+from . import data, image, io, python_io, train
 from ._dataset import TFRecordDataset
 from ._decode import decode_raw
 from ._io import TFRecordCompressionType, TFRecordOptions, TFRecordReader, tf_record_iterator
@@ -74,6 +74,7 @@ v1 = SimpleNamespace(
     python_io=python_io,
     train=train,
     data=data,
+    image=image,
     TFRecordReader=TFRecordReader,
     TFRecordDataset=TFRecordDataset,
     TFRecordOptions=TFRecordOptions,
@@ -97,6 +98,7 @@ v1 = SimpleNamespace(
         "VarLenFeature",
         "data",
         "decode_raw",
+        "image",
         "io",
         "parse_example",
         "parse_single_example",

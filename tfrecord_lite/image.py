@@ -1,0 +1,13 @@
+"""``tfr.image``: the image codecs TensorFlow also keeps under ``tf.image``.
+
+TensorFlow 1 scripts decode with ``tf.image.decode_jpeg(features["image/encoded"],
+channels=3)``; ``tfr.image.decode_jpeg`` is the same function as
+:func:`tfrecord_lite.io.decode_jpeg` (Pillow, the ``image`` extra), returning NumPy
+``(H, W, C)`` arrays. Only the codecs are here; resize, crop and colour ops are
+NumPy's / Pillow's business.
+"""
+
+from ._decode import decode_jpeg, decode_png, encode_jpeg, encode_png
+from ._decode import tf_decode_image as decode_image
+
+__all__ = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]
