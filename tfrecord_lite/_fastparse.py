@@ -674,7 +674,8 @@ def _columns(
             counts, extra, good = _float_values(data, ent.ls[idx], ent.le[idx])
         else:
             counts, extra, good = _int64_values(data, ent.ls[idx], ent.le[idx])
-        _reject(ok, ent.owner[idx], good)
+        if not good.all():
+            ok[ent.owner[idx[~good]]] = False
         offsets = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         per_code[code] = (idx, counts, offsets, extra)
