@@ -90,6 +90,10 @@ def test_feature_missing_after_record_1000(tfr_path: Path) -> None:
     late = data["late"].to_list()
     assert late[999] == [999] and late[1000] == [] and late[1500] == [] and late[1599] == [1599]
     assert_cli_agrees(tfr_path, tfr_path)
+    out = cli_schema(tfr_path, "--no-check")  # the quick look agrees with check=False
+    scope: dict[str, Any] = {}
+    exec(out.stdout, scope)
+    assert repr(scope["features"]) == repr(dict(quick))
 
 
 def test_empty_feature_after_the_sample_like_the_taxi_data(tfr_path: Path) -> None:
