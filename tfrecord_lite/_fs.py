@@ -104,6 +104,10 @@ class URL(str):
     def __reduce__(self) -> tuple[Any, ...]:
         return (URL, (str(self), self.storage_options))
 
+    def __add__(self, other: str) -> URL:
+        """``url + ".index"`` is a URL with the same options."""
+        return URL(str(self) + other, self.storage_options)
+
     def with_path(self, url: str) -> URL:
         """Another URL on the same filesystem, with the same options."""
         return URL(url, self.storage_options)
@@ -213,6 +217,8 @@ def filesystem(url: str) -> tuple[Any, str]:
 def _clean(text: str) -> str:
     """The underlying library's message, if it is a readable sentence."""
     text = " ".join(text.split())
+    if " " not in text.strip():
+        return ""  # a bare path or code, not a sentence
     if not text or "%s" in text or "Errno" in text or len(text) > 300:
         return ""
     return text

@@ -34,11 +34,12 @@ import struct
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, Optional, Union, overload
 
 import numpy as np
 
+from . import _fs
 from ._crc import crc32c, mask
 from ._errors import CorruptRecordError, TFRecordError, TruncatedRecordError
 from ._framing import HEADER_SIZE, RECORD_OVERHEAD, iter_records
@@ -80,15 +81,19 @@ class RandomAccessError(TFRecordError, ValueError):
 
 def default_index_path(path: PathLike) -> str:
     """The index path :func:`create_index` writes by default: ``path + ".index"``."""
-    return os.fspath(path) + INDEX_SUFFIXES[0]
-
-
-def find_index(path: PathLike) -> Optional[str]:
-    """The index file next to ``path`` (``path.index`` or ``path.idx``), or None."""
     base = os.fspath(path)
+    name = base + INDEX_SUFFIXES[0]
+    return base.with_path(name) if isinstance(base, _fs.URL) else name
+
+
+def find_index(
+    path: PathLike, *, storage_options: Optional[Mapping[str, Any]] = None
+) -> Optional[str]:
+    """The index file next to ``path`` (``path.index`` or ``path.idx``), or None."""
+    base = _fs.bind(path, storage_options)
     for suffix in INDEX_SUFFIXES:
-        candidate = base + suffix
-        if os.path.isfile(candidate):
+        candidate = base.with_path(base + suffix) if isinstance(base, _fs.URL) else base + suffix
+        if _fs.isfile(candidate):
             return candidate
     return None
 
@@ -96,14 +101,19 @@ def find_index(path: PathLike) -> Optional[str]:
 # --------------------------------------------------------------------------- reading / writing
 
 
-def read_index(index_path: PathLike, *, data_size: Optional[int] = None) -> np.ndarray:
+def read_index(
+    index_path: PathLike,
+    *,
+    data_size: Optional[int] = None,
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> np.ndarray:
     """Read an index file into an int64 array of shape ``(n, 2)``: ``offset, length`` per record.
 
     Accepts a trailing newline or none, ``\\r\\n``, blank lines, and one-column files
     (offsets only: each length is then the distance to the next offset, and the
     last one needs ``data_size``, the data file's size in bytes).
     """
-    name = os.fspath(index_path)
+    name = _fs.bind(index_path, storage_options)
     with _open_binary(name, "rb") as f:
         text = f.read()
     lines = [line.split() for line in text.splitlines()]
@@ -139,31 +149,49 @@ def read_index(index_path: PathLike, *, data_size: Optional[int] = None) -> np.n
     return table
 
 
-def write_index(index_path: PathLike, table: Union[np.ndarray, Sequence[tuple[int, int]]]) -> str:
-    """Write ``(offset, length)`` rows as an index file (atomically: a temporary file, renamed)."""
-    name = os.fspath(index_path)
+def write_index(
+    index_path: PathLike,
+    table: Union[np.ndarray, Sequence[tuple[int, int]]],
+    *,
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> str:
+    """Write ``(offset, length)`` rows as an index file (atomically: see :func:`_write_lines`)."""
+    name = _fs.bind(index_path, storage_options)
     rows = np.asarray(table, dtype=np.int64).reshape(-1, 2)
-    tmp = f"{name}.tmp-{os.getpid()}-{threading.get_ident()}"
-    try:
-        with open(tmp, "w", encoding="ascii", newline="\n") as f:
-            for start in range(0, len(rows), 65536):
-                chunk = rows[start : start + 65536]
-                f.write("".join(f"{o} {n}\n" for o, n in chunk.tolist()))
-        os.replace(tmp, name)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+
+    def lines() -> Iterator[tuple[int, int]]:
+        for start in range(0, len(rows), 65536):
+            yield from rows[start : start + 65536].tolist()
+
+    _write_lines(name, lines())
     return name
 
 
+def _write_lines(dest: str, rows: Iterator[tuple[int, int]]) -> None:
+    """Write ``offset length`` lines to ``dest`` atomically, streaming: a local file goes
+    to a temporary file renamed at the end; a URL is one upload, completed at the end
+    (aborted on an error: a reader never sees half an index)."""
+    out = _fs.open_write(dest, atomic=True)
+    try:
+        lines: list[str] = []
+        for offset, length in rows:
+            lines.append(f"{offset} {length}\n")
+            if len(lines) >= 65536:
+                out.file.write("".join(lines).encode("ascii"))
+                lines.clear()
+        out.file.write("".join(lines).encode("ascii"))
+    except BaseException:
+        out.discard()
+        raise
+    out.commit()
+
+
 def _file_size(path: str) -> int:
-    return os.stat(path).st_size
+    return _fs.size(path)
 
 
 def _head(path: str, n: int = 16) -> bytes:
-    with _open_binary(path, "rb") as f:
-        return f.read(n)
+    return _fs.head(path, n)  # one small ranged request for a URL
 
 
 def _scan_plain(path: str) -> Iterator[tuple[int, int]]:
@@ -245,6 +273,7 @@ def create_index(
     index_path: Optional[PathLike] = None,
     *,
     compression: Union[str, None] = "auto",
+    storage_options: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """Write the index file of a TFRecord file; return its path (default ``path + ".index"``).
 
@@ -254,24 +283,13 @@ def create_index(
     those of the decompressed stream (see the module documentation). The index is
     written to a temporary file and renamed, so a reader never sees half an index.
     """
-    src = os.fspath(path)
-    dest = default_index_path(src) if index_path is None else os.fspath(index_path)
+    src = _fs.bind(path, storage_options)
+    if index_path is None:
+        dest = default_index_path(src)
+    else:
+        dest = _fs.bind(index_path, storage_options if _fs.is_url(os.fspath(index_path)) else None)
     comp = _compression_name(compression, allow_auto=True)
-    tmp = f"{dest}.tmp-{os.getpid()}-{threading.get_ident()}"
-    try:
-        with open(tmp, "w", encoding="ascii", newline="\n") as out:
-            lines: list[str] = []
-            for offset, length in _scan(src, comp):
-                lines.append(f"{offset} {length}\n")
-                if len(lines) >= 65536:
-                    out.write("".join(lines))
-                    lines.clear()
-            out.write("".join(lines))
-        os.replace(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    _write_lines(dest, _scan(src, comp))
     return dest
 
 
@@ -344,10 +362,11 @@ class TFRecordFile(Sequence[bytes]):
         compression: Union[str, None] = "auto",
         verify: bool = True,
         decompress: bool = False,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"TFRecordFile needs a path, got {type(path).__name__}")
-        self.path = os.fspath(path)
+        self.path = _fs.bind(path, storage_options)
         self.verify = verify
         self.decompress = decompress
         self._compression_arg = _compression_name(compression, allow_auto=True)
@@ -358,7 +377,7 @@ class TFRecordFile(Sequence[bytes]):
         self._pid = os.getpid()
         comp = self._compression_arg
         if comp == "auto":
-            comp = detect_compression(_head(self.path)) if "://" not in self.path else ""
+            comp = detect_compression(_head(self.path))
         self.compression = comp
         self._data_path = self.path
         if comp:
@@ -373,7 +392,9 @@ class TFRecordFile(Sequence[bytes]):
             self._tmp = self._decompress_to_temp(comp)
             self._data_path = self._tmp
         self.index_path: Optional[str] = (
-            os.fspath(index_path) if index_path is not None else find_index(self.path)
+            _fs.bind(index_path, storage_options if _fs.is_url(os.fspath(index_path)) else None)
+            if index_path is not None
+            else find_index(self.path)
         )
         size = self._size()
         if self.index_path is not None:
@@ -414,9 +435,6 @@ class TFRecordFile(Sequence[bytes]):
         return name
 
     def _size(self) -> int:
-        if "://" in self._data_path:
-            with _open_binary(self._data_path, "rb") as f:
-                return int(f.seek(0, os.SEEK_END))
         return _file_size(self._data_path)
 
     # -- low-level reads
@@ -426,7 +444,9 @@ class TFRecordFile(Sequence[bytes]):
             self._fd = None
             self._fobj = None
             self._pid = os.getpid()
-        if hasattr(os, "pread") and "://" not in self._data_path:
+        if _fs.is_url(self._data_path):
+            data = _fs.read_range(self._data_path, start, n)  # one ranged request
+        elif hasattr(os, "pread"):
             fd = self._fd
             if fd is None:
                 with self._lock:

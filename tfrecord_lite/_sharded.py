@@ -20,6 +20,22 @@ the end: shards are written under hidden temporary names
 :meth:`ShardedWriter.close`. If the ``with`` block raises, nothing is renamed, so
 an interrupted job never looks like a complete data set; its temporary files are
 left for inspection.
+
+On object stores (``s3://``, ``gs://`` ...) there is no rename, and an upload is
+visible only once it is complete. So:
+
+* with ``num_shards`` each shard is uploaded directly under its final name and
+  completed by :meth:`ShardedWriter.close`; if the ``with`` block raises (or
+  :meth:`ShardedWriter.abort` is called) every upload is aborted, and a process
+  killed mid-way never completes one: nothing appears under a final name;
+* with ``records_per_shard`` / ``max_bytes_per_shard`` each shard is uploaded
+  under its hidden temporary name, completed when the next one starts, and
+  :meth:`ShardedWriter.close` copies it (server-side) to its final name and
+  deletes the temporary object; the shard being written when the job fails is
+  aborted, finished ones stay under their temporary names.
+
+Either way a name ``-of-N`` only ever holds a complete shard. Indexes are
+uploaded after their shard, each in one upload.
 """
 
 from __future__ import annotations
@@ -28,11 +44,12 @@ import contextlib
 import os
 import threading
 from array import array
-from collections.abc import Iterable
-from typing import Optional, Union
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
 
 import numpy as np
 
+from . import _fs
 from ._errors import ClosedError
 from ._framing import RECORD_OVERHEAD, _as_buffer
 from ._index import write_index
@@ -59,9 +76,11 @@ class _Shard:
 
     __slots__ = ("bytes", "offsets", "records", "tmp_path", "writer")
 
-    def __init__(self, tmp_path: str, options: TFRecordOptions, with_index: bool) -> None:
+    def __init__(
+        self, tmp_path: str, options: TFRecordOptions, with_index: bool, atomic: bool = False
+    ) -> None:
         self.tmp_path = tmp_path
-        self.writer = TFRecordWriter(tmp_path, options)
+        self.writer = TFRecordWriter(tmp_path, options, atomic=atomic)
         self.offsets: Optional[array[int]] = array("q") if with_index else None
         self.records = 0
         self.bytes = 0  # framed, uncompressed bytes: also the next record's offset
@@ -105,8 +124,9 @@ class ShardedWriter:
         options: Union[str, int, TFRecordOptions, None] = None,
         suffix: str = "",
         write_index: bool = False,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
-        self.prefix = os.fspath(prefix)
+        self.prefix = _fs.bind(prefix, storage_options)
         if not isinstance(self.prefix, str) or not self.prefix:
             raise ValueError("prefix must be a non-empty path")
         if not isinstance(suffix, str) or "/" in suffix or os.sep in suffix:
@@ -155,10 +175,16 @@ class ShardedWriter:
         return self._closed
 
     def _tmp_name(self, i: int) -> str:
-        head, tail = os.path.split(self.prefix)
-        return os.path.join(head, f".{tail}-{i:05d}{self.suffix}.inprogress")
+        head, tail = _fs.split(self.prefix)
+        name = f".{tail}-{i:05d}{self.suffix}.inprogress"
+        return _fs.join(head, name) if _fs.is_url(self.prefix) else os.path.join(head, name)
 
     def _new_shard(self, i: int) -> _Shard:
+        if _fs.is_url(self.prefix):
+            if self._num_shards is not None:  # final name known: upload there, commit at close
+                final = shard_name(self.prefix, i, self._num_shards) + self.suffix
+                return _Shard(final, self._options, self.write_index, atomic=True)
+            return _Shard(self._tmp_name(i), self._options, self.write_index, atomic=True)
         return _Shard(self._tmp_name(i), self._options, self.write_index)
 
     def write(self, record: Record, shard: Optional[int] = None) -> None:
@@ -244,7 +270,8 @@ class ShardedWriter:
             total = len(shards)
             for i, shard in enumerate(shards):
                 final = shard_name(self.prefix, i, total) + self.suffix
-                os.replace(shard.tmp_path, final)
+                if shard.tmp_path != final:
+                    _fs.rename(shard.tmp_path, final)
                 self.paths.append(final)
                 self.shard_records.append(shard.records)
                 if shard.offsets is not None:
@@ -258,9 +285,10 @@ class ShardedWriter:
         """Close and delete every temporary file (construction failed)."""
         self._closed = True
         for shard in self._open:
+            shard.writer._discard()  # an atomic (URL) writer: its upload is aborted
             shard.writer.close()
             with contextlib.suppress(OSError):
-                os.remove(shard.tmp_path)
+                _fs.remove(shard.tmp_path)
         self._open = []
 
     def abort(self) -> None:
@@ -270,7 +298,10 @@ class ShardedWriter:
                 return
             self._closed = True
             for shard in self._open:
-                shard.writer.close()
+                if shard.writer.atomic:
+                    shard.writer._discard()  # URL: the upload is aborted, nothing appears
+                else:
+                    shard.writer.close()
 
     def __enter__(self) -> ShardedWriter:
         return self
