@@ -20,7 +20,8 @@ Data sets (generated once into ``benchmarks/_data/scaleout/``, git-ignored):
 ``taxi`` (8 shards of 2,500 records: the real TFX Chicago-taxi Examples from
 ``../shared/data/tfx-taxi``; 17 features, VarLen ones with missing values; Ray's own
 reader needs ~4 ms per record of these, so the set is kept small),
-``mnist16`` (16 shards of 3,750, for Dask). Implementations alternate within each
+``mnist16`` (16 shards of 12,500, for Dask: enough work per task that scheduling does
+not dominate). Implementations alternate within each
 repetition (ours, theirs, ours, theirs, ...); the table gives medians and the ratio.
 The machine's core count is printed: the Dask speed-up depends on it.
 """
@@ -214,8 +215,8 @@ def bench_dask(reps: int, rows: list[list[str]]) -> None:
 
     from tfrecord_lite import dask as tfdask
 
-    paths = _mnist_shards("mnist16", 16, 3_750)
-    n_records = 16 * 3_750
+    paths = _mnist_shards("mnist16x12500", 16, 12_500)
+    n_records = 16 * 12_500
     times: dict[str, list[float]] = {}
     for workers in (1, 2):
         with (
@@ -233,7 +234,8 @@ def bench_dask(reps: int, rows: list[list[str]]) -> None:
             times[f"{workers}"] = alternate({"x": run}, reps)["x"]
     one, two = med(times["1"]), med(times["2"])
     cells = [
-        f"Dask read, 16 shards ({n_records:,} records), {os.cpu_count()} cores",
+        f"Dask read, 16 shards ({n_records:,} records), {os.cpu_count()} cores, load "
+        f"{os.getloadavg()[0]:.1f}",
         f"2 workers: {two:.2f} s",
         f"1 worker: {one:.2f} s",
         f"{one / two:.2f}x",
