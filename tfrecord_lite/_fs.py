@@ -626,7 +626,7 @@ class _Upload(io.RawIOBase):
         return len(data)
 
     def flush(self) -> None:
-        if self._publish and not self.closed:
+        if self._publish and not self.closed and not self._f.closed:
             with errors(self.name, "write"):
                 self._f.flush()  # uploads the parts that are full; nothing is visible yet
 
