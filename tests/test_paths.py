@@ -172,3 +172,156 @@ def test_bad_arguments() -> None:
 
     with pytest.raises(TypeError, match=r"str or os\.PathLike"):
         tfr.expand_paths(BytesPath())
+
+
+# --------------------------------------------------------------------------- the directory rule
+
+
+def _write_records(path: pathlib.Path, n: int, compression: str = "") -> list[bytes]:
+    recs = [bytes([i % 256]) * (i + 1) for i in range(n)]
+    with tfr.TFRecordWriter(str(path), compression) as w:
+        for r in recs:
+            w.write(r)
+    return recs
+
+
+def test_directory_skips_sidecars_markers_and_hidden_files(tmp_path: pathlib.Path) -> None:
+    a = _write_records(tmp_path / "part-0", 3)
+    b = _write_records(tmp_path / "part-1.gz", 4, "GZIP")
+    tfr.create_index(str(tmp_path / "part-0"))
+    (tmp_path / "labels.txt").write_text("cat\ndog\n")
+    (tmp_path / "train.labels.txt").write_text("cat\n")
+    (tmp_path / "features.json").write_text("{}")
+    (tmp_path / "dataset_info.json").write_text("{}")
+    (tmp_path / "_SUCCESS").write_text("")
+    (tmp_path / "_metadata").write_text("x")
+    (tmp_path / ".part-2.tmp-abc").write_text("partial")
+    assert tfr.expand_paths(tmp_path) == [str(tmp_path / "part-0"), str(tmp_path / "part-1.gz")]
+    assert list(tfr.TFRecordDataset(str(tmp_path))) == a + b
+
+
+def test_directory_with_another_file_is_an_error_naming_it_and_the_rule(
+    tmp_path: pathlib.Path,
+) -> None:
+    _write_records(tmp_path / "part-0", 3)
+    (tmp_path / "notes.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(tfr.CorruptRecordError) as info:
+        tfr.TFRecordDataset(str(tmp_path))
+    err = info.value
+    assert err.path == str(tmp_path / "notes.csv")
+    assert "not a TFRecord file" in str(err)
+    assert "skipping hidden files" in str(err) and "labels.txt" in str(err)
+    # a glob or a list chooses the files: no rule applies
+    assert tfr.expand_paths(str(tmp_path / "part-*")) == [str(tmp_path / "part-0")]
+
+
+def test_from_images_output_directory_reads_back(tmp_path: pathlib.Path) -> None:
+    # issue 11, defect 3: from-images writes labels.txt beside its shards; reading
+    # or verifying the output directory must not trip over it.
+    pil = pytest.importorskip("PIL.Image")
+    from tfrecord_lite._cli import main
+
+    photos = tmp_path / "photos"
+    for label in ("apple", "orange"):
+        (photos / label).mkdir(parents=True)
+        for i in range(3):
+            pil.new("RGB", (8, 8), (i * 40, 0, 0)).save(photos / label / f"{i}.png")
+    out = tmp_path / "out"
+    assert main(["-q", "from-images", str(photos), str(out / "photos")]) == 0
+    assert (out / "labels.txt").exists()
+    assert len(list(tfr.TFRecordDataset(str(out)))) == 6
+    assert main(["-q", "verify", str(out)]) == 0
+
+
+# --------------------------------------------------------------------------- URLs (memory://)
+
+
+@pytest.fixture
+def mem() -> str:
+    pytest.importorskip("fsspec")
+    import uuid
+
+    return f"memory://tfr-{uuid.uuid4().hex[:10]}"
+
+
+def test_url_forms_expand_like_local_paths(mem: str) -> None:
+    names = [f"{mem}/d/data_tfrecord-{i:05d}-of-00003.gz" for i in range(3)]
+    for i, url in enumerate(names):
+        with tfr.TFRecordWriter(url, "GZIP") as w:
+            w.write(b"r%d" % i)
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"{mem}/d/labels.txt", b"a\nb\n")
+    fs.pipe(f"{mem}/d/_SUCCESS", b"")
+    assert tfr.expand_paths(f"{mem}/d/data_tfrecord@3.gz") == names
+    assert tfr.expand_paths(f"{mem}/d/*.gz") == names
+    assert tfr.expand_paths(f"{mem}/d") == names
+    assert tfr.expand_paths([names[2], names[0]]) == [names[2], names[0]]
+    assert list(tfr.TFRecordDataset(f"{mem}/d", num_parallel_reads=3)) == [b"r0", b"r1", b"r2"]
+    for missing in (f"{mem}/d/nothing-*", f"{mem}/d/x@2", f"{mem}/empty/"):
+        with pytest.raises(FileNotFoundError) as info:
+            tfr.expand_paths(missing)
+        assert info.value.filename == missing
+        assert "%s" not in str(info.value)
+
+
+def test_url_storage_options_travel_with_the_urls(mem: str) -> None:
+    import pickle
+
+    from tfrecord_lite import _fs
+
+    url = _fs.bind(f"{mem}/x", {"skip_instance_cache": False})
+    assert isinstance(url, _fs.URL) and url == f"{mem}/x"
+    assert (url + ".index").storage_options == url.storage_options
+    back = pickle.loads(pickle.dumps(url))
+    assert back == url and back.storage_options == url.storage_options
+    assert "skip_instance_cache" not in repr(url)
+    with pytest.raises(ValueError, match="storage_options are for URLs"):
+        tfr.expand_paths("local/file", storage_options={"key": "k"})
+
+
+def test_url_reader_reads_in_ranged_blocks_with_read_ahead(mem: str) -> None:
+    from tfrecord_lite import _fs
+
+    data = bytes(range(256)) * 40_000  # ~10 MiB: three 4 MiB blocks
+    import fsspec
+
+    fsspec.filesystem("memory").pipe(f"{mem}/blob", data)
+    with _fs.open_read(f"{mem}/blob") as f:
+        assert f.read(10) == data[:10]
+        f.seek(5_000_000)
+        assert f.read(4_000_000) == data[5_000_000:9_000_000]
+        f.seek(-3, 2)
+        assert f.read() == data[-3:]
+        assert f.read(5) == b""
+    assert _fs.head(f"{mem}/blob", 16) == data[:16]
+    assert _fs.read_range(f"{mem}/blob", 100, 7) == data[100:107]
+
+
+def test_url_writers_index_and_random_access(mem: str) -> None:
+    recs = [b"x" * i for i in range(100)]
+    url = f"{mem}/f.tfrecord"
+    with tfr.TFRecordWriter(url) as w:
+        for r in recs:
+            w.write(r)
+    assert tfr.create_index(url) == url + ".index"
+    f = tfr.TFRecordFile(url)
+    assert f.index_path == url + ".index" and f[42] == recs[42] and len(f) == 100
+    # atomic on a filesystem without commit-on-close: a hidden temporary, moved at close
+    with pytest.raises(KeyError), tfr.TFRecordWriter(f"{mem}/a.tfrecord", atomic=True) as w:
+        w.write(b"no")
+        raise KeyError
+    from tfrecord_lite import _fs
+
+    assert not _fs.exists(f"{mem}/a.tfrecord")
+    assert [p for p, _ in _fs.listdir(mem)] == [url, url + ".index"]
+    with tfr.TFRecordWriter(f"{mem}/a.tfrecord", atomic=True) as w:
+        w.write(b"yes")
+    assert list(tfr.tf_record_iterator(f"{mem}/a.tfrecord")) == [b"yes"]
+    with tfr.TFRecordWriter(f"{mem}/a.tfrecord", mode="a") as w:
+        w.write(b"more")
+    assert list(tfr.tf_record_iterator(f"{mem}/a.tfrecord")) == [b"yes", b"more"]
+    with tfr.ShardedWriter(f"{mem}/s/train", records_per_shard=40, suffix=".tfr") as sw:
+        sw.write_all(recs)
+    assert list(tfr.TFRecordDataset(f"{mem}/s/train@3.tfr")) == recs
