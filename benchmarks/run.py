@@ -1,6 +1,7 @@
 """Run the benchmarks and write ``benchmarks/RESULTS.md`` and ``benchmarks/results.json``.
 
     python -m benchmarks.run [--quick] [--peers] [--tasks T ...] [--out benchmarks/RESULTS.md]
+    python -m benchmarks.run --render results.json > RESULTS.md   # re-render saved numbers
 
 Every (task, implementation) runs in its own child process per repetition, so
 imports, TensorFlow's thread pools and peak RSS never leak from one run into the
@@ -440,6 +441,15 @@ def extra_sections(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _busy(load: Optional[str], cpus: Any) -> Optional[str]:
+    """The 1-minute load average, if it exceeded the core count (else None)."""
+    try:
+        first = float(str(load).split("/")[0])
+    except ValueError:
+        return None
+    return f"{first:.1f}" if isinstance(cpus, int) and first > cpus else None
+
+
 def render(report: dict[str, Any]) -> str:
     env = report["environment"]
     results = report["results"]
@@ -461,6 +471,14 @@ def render(report: dict[str, Any]) -> str:
         "which cannot. Ratios are taken within this run."
     )
     add("")
+    busy = _busy(report.get("load_start"), env.get("cpus"))
+    if busy:
+        add(
+            f"**The machine was busy during this run** (load average {busy} on "
+            f"{env.get('cpus')} cores at the start, from other work): absolute rates are far "
+            "below a quiet machine's and single ratios are noisy; compare within a row."
+        )
+        add("")
 
     def task_row(name: str) -> TaskInfo:
         return TASKS[name]
@@ -605,8 +623,10 @@ def render(report: dict[str, Any]) -> str:
     add("| Data set | File | Records | File MB | Mean record B |")
     add("|---|---|---|---|---|")
     for dname, e in manifest.items():
+        files = e.get("files", [e["file"]])
+        name = e["file"] + (f" (+{len(files) - 1} shards)" if len(files) > 1 else "")
         add(
-            f"| {dname} | {e['file']} | {e['records']:,} | {e['file_bytes'] / 1e6:.1f} | "
+            f"| {dname} | {name} | {e['records']:,} | {e['file_bytes'] / 1e6:.1f} | "
             f"{e['payload_bytes'] / max(e['records'], 1):,.0f} |"
         )
     add("")
@@ -694,6 +714,11 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--render":
+        # Render a results.json again (after a change to the report's layout).
+        report = json.loads(Path(sys.argv[2]).read_text())
+        sys.stdout.write(render(report))
+        return 0
     args = parse_args(argv)
     start = time.perf_counter()
     load_start = _load()
