@@ -121,3 +121,26 @@ def _fresh_listings() -> Iterator[None]:
     import s3fs
 
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture(scope="session")
+def gcs_options(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Start gcp-storage-emulator (in memory, bucket "tfr"); yield gcsfs options; stop it."""
+    # Without this gcsfs probes for hierarchical namespaces and stalls ~60 s per bucket.
+    os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
+    port = free_port()
+    exe = Path(sys.executable).parent / "gcp-storage-emulator"
+    log = (tmp_path_factory.mktemp("gcs") / "server.log").open("wb")
+    cmd = [str(exe), "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory"]
+    proc = subprocess.Popen([*cmd, "--default-bucket", "tfr"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(port, proc)
+        yield {"endpoint_url": f"http://127.0.0.1:{port}", "token": "anon", "project": "test"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        log.close()
