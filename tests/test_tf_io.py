@@ -306,3 +306,87 @@ def test_jpeg_default_dct_documented() -> None:
 
     assert JPEG_MAX_DIFF == 8
     assert "8" in (tfr.io.decode_jpeg.__doc__ or "")
+
+
+# --------------------------------------------------------------------------- JPEG backends
+
+
+def _photo_jpeg(subsampling: int, gray: bool = False, quality: int = 90) -> bytes:
+    rng = np.random.default_rng(5)
+    y, x = np.mgrid[0:37, 0:53]
+    base = np.stack([np.sin(x / 6.0 + k) * 70 + np.cos(y / 9.0) * 40 + 128 for k in range(3)], -1)
+    arr = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+    img = Image.fromarray(arr[:, :, 0] if gray else arr)
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=quality, subsampling=subsampling)
+    return buf.getvalue()
+
+
+def test_jpeg_backend_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfrecord_lite._decode import jpeg_backend
+
+    monkeypatch.setenv("TFRECORD_LITE_JPEG_BACKEND", "pillow")
+    assert jpeg_backend() == "pillow"
+    monkeypatch.setenv("TFRECORD_LITE_JPEG_BACKEND", "libjpeg")
+    with pytest.raises(
+        ValueError, match=r"TFRECORD_LITE_JPEG_BACKEND='libjpeg'.*simplejpeg, pillow"
+    ):
+        tfr.io.decode_jpeg(_photo_jpeg(0))
+    monkeypatch.delenv("TFRECORD_LITE_JPEG_BACKEND")
+    try:
+        import simplejpeg  # noqa: F401
+    except ImportError:
+        assert jpeg_backend() == "pillow"
+    else:
+        assert jpeg_backend() == "simplejpeg"
+
+
+@pytest.mark.parametrize("backend", ["simplejpeg", "pillow"])
+def test_jpeg_backends_agree_where_both_are_exact(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both backends give TensorFlow's pixels for INTEGER_ACCURATE and for 4:4:4 / gray
+    with the default DCT, so they agree there; on 4:2:0 with the default DCT Pillow is
+    within JPEG_MAX_DIFF (simplejpeg is exact: tests/interop/test_tensor_interop.py)."""
+    from tfrecord_lite._decode import JPEG_MAX_DIFF
+
+    if backend == "simplejpeg":
+        pytest.importorskip("simplejpeg")
+    cases = [(_photo_jpeg(0), True), (_photo_jpeg(0, gray=True), True), (_photo_jpeg(2), False)]
+    for data, exact in cases:
+        for channels in (0, 1, 3):
+            for dct in ("", "INTEGER_FAST", "INTEGER_ACCURATE"):
+                monkeypatch.setenv("TFRECORD_LITE_JPEG_BACKEND", "pillow")
+                ref = tfr.io.decode_jpeg(data, channels=channels, dct_method=dct)
+                monkeypatch.setenv("TFRECORD_LITE_JPEG_BACKEND", backend)
+                got = tfr.io.decode_jpeg(data, channels=channels, dct_method=dct)
+                assert got.dtype == np.uint8 and got.shape == ref.shape
+                assert got.flags.writeable and got.flags.c_contiguous
+                diff = int(np.abs(got.astype(int) - ref.astype(int)).max())
+                if dct == "INTEGER_ACCURATE" or (exact and channels == 0):
+                    assert diff == 0, (exact, channels, dct)
+                else:
+                    assert diff <= JPEG_MAX_DIFF
+                assert np.array_equal(
+                    tfr.io.decode_image(data, channels=channels),
+                    tfr.io.decode_jpeg(data, channels=channels),
+                )
+
+
+@pytest.mark.parametrize("backend", ["simplejpeg", "pillow"])
+def test_jpeg_errors_are_the_same_with_both_backends(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend == "simplejpeg":
+        pytest.importorskip("simplejpeg")
+    monkeypatch.setenv("TFRECORD_LITE_JPEG_BACKEND", backend)
+    data = _photo_jpeg(2)
+    for bad in (data[: len(data) // 2], data[:40], b"\xff\xd8\xff" + b"\x00" * 30):
+        with pytest.raises(tfr.ParseError, match="decode_jpeg: cannot decode image"):
+            tfr.io.decode_jpeg(bad)
+    with pytest.raises(tfr.ParseError, match="not a JPEG image"):
+        tfr.io.decode_jpeg(png_bytes(picture()))
+    cmyk = io.BytesIO()
+    Image.fromarray(picture(9, 7, 4), "CMYK").save(cmyk, "JPEG")
+    out = tfr.io.decode_jpeg(cmyk.getvalue())  # Pillow decodes CMYK under both backends
+    assert out.shape == (9, 7, 3) and out.dtype == np.uint8

@@ -137,9 +137,9 @@ def assert_same(ours: Any, ref: Any, key: str = "", jpeg_diffs: list[int] | None
         diff = int(np.abs(ours.astype(np.int32) - ref.astype(np.int32)).max()) if ref.size else 0
         if jpeg_diffs is not None:
             jpeg_diffs.append(diff)
-        from tfrecord_lite._tfds_features import _simplejpeg
+        from tfrecord_lite._decode import jpeg_backend
 
         # with simplejpeg installed, JPEGs decode exactly as TensorFlow decodes them
-        assert diff <= (0 if _simplejpeg() is not None else JPEG_TOLERANCE), (key, diff)
+        assert diff <= (0 if jpeg_backend() == "simplejpeg" else JPEG_TOLERANCE), (key, diff)
         return
     assert ours.tobytes() == ref.tobytes(), (key, ours, ref)

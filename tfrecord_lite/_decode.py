@@ -7,7 +7,9 @@ Pillow wrappers (the optional ``image`` extra: ``pip install tfrecord-lite[image
 
 from __future__ import annotations
 
+import importlib
 import io
+import os
 from typing import Any, Optional
 
 import numpy as np
@@ -415,20 +417,70 @@ def decode_image(
 # --------------------------------------------------------------------------- tf.io images
 #
 # TensorFlow's tf.io image ops (tfr.io.decode_image, decode_jpeg, decode_png,
-# encode_jpeg, encode_png) on Pillow. Measured against TensorFlow 2.21 (both use
-# libjpeg-turbo and libpng; tests/interop/test_tensor_interop.py):
+# encode_jpeg, encode_png). Every JPEG the library decodes (tfr.io.decode_jpeg,
+# tfr.io.decode_image, tfrecord_lite.tfds Image/Video) goes through
+# decode_jpeg_pixels below, with one of two backends:
 #
-# * dct_method="INTEGER_ACCURATE": identical pixels.
-# * dct_method="" (TensorFlow's default, libjpeg's fast integer DCT with fancy
-#   upsampling): identical pixels for grayscale and 4:4:4 JPEGs (decoded with the
-#   same fast DCT); for chroma-subsampled (4:2:0 / 4:2:2) JPEGs Pillow's fast mode
-#   turns fancy upsampling off, so the accurate DCT is used instead, and pixels
-#   differ from TensorFlow's by at most JPEG_MAX_DIFF (measured: 8).
+# * "simplejpeg" (the optional simplejpeg package, part of the image extra):
+#   libjpeg-turbo with the DCT and upsampling selectable. dct_method "" /
+#   "INTEGER_FAST" is the fast integer DCT with fancy upsampling, TensorFlow's
+#   default; "INTEGER_ACCURATE" the accurate integer DCT with fancy upsampling.
+#   Pixels are TensorFlow's exactly (0 difference, measured against TensorFlow
+#   2.21 in tests/interop/test_tensor_interop.py and test_tfds_interop.py).
+# * "pillow" (when simplejpeg is not installed, for CMYK/YCCK JPEGs and for
+#   ratio > 1): "INTEGER_ACCURATE", grayscale and 4:4:4 JPEGs are exact; on
+#   chroma-subsampled (4:2:0 / 4:2:2) JPEGs Pillow's fast mode turns fancy
+#   upsampling off, so the accurate DCT is used instead, and pixels differ from
+#   TensorFlow's default by at most JPEG_MAX_DIFF (measured: 8).
+#
+# The environment variable TFRECORD_LITE_JPEG_BACKEND ("simplejpeg" or "pillow")
+# forces a backend (read at each decode).
 
 #: Largest pixel difference measured between :func:`decode_jpeg` with the default
 #: ``dct_method`` and TensorFlow's ``tf.io.decode_jpeg`` on chroma-subsampled JPEGs
-#: (0 on grayscale and 4:4:4 JPEGs, and with ``dct_method="INTEGER_ACCURATE"``).
+#: when Pillow decodes them (simplejpeg not installed); 0 on grayscale and 4:4:4
+#: JPEGs, with ``dct_method="INTEGER_ACCURATE"``, and whenever simplejpeg decodes.
 JPEG_MAX_DIFF = 8
+
+#: Environment variable that forces the JPEG backend: ``simplejpeg`` or ``pillow``.
+JPEG_BACKEND_ENV_VAR = "TFRECORD_LITE_JPEG_BACKEND"
+JPEG_BACKENDS = ("simplejpeg", "pillow")
+
+_SIMPLEJPEG: list[Any] = []
+
+
+def _simplejpeg() -> Any:
+    """The optional ``simplejpeg`` module, or None when it is not installed (imported once)."""
+    if not _SIMPLEJPEG:
+        try:
+            module: Any = importlib.import_module("simplejpeg")
+        except ImportError:
+            module = None
+        _SIMPLEJPEG.append(module)
+    return _SIMPLEJPEG[0]
+
+
+def jpeg_backend() -> str:
+    """The JPEG backend in use: ``"simplejpeg"`` when installed, else ``"pillow"``.
+
+    ``TFRECORD_LITE_JPEG_BACKEND=pillow`` forces Pillow; ``=simplejpeg`` requires
+    simplejpeg (ImportError with the install line when it is missing).
+    """
+    forced = os.environ.get(JPEG_BACKEND_ENV_VAR, "").strip().lower()
+    if forced and forced not in JPEG_BACKENDS:
+        raise ValueError(
+            f"{JPEG_BACKEND_ENV_VAR}={forced!r}: expected one of {', '.join(JPEG_BACKENDS)}"
+        )
+    if forced == "pillow":
+        return "pillow"
+    if _simplejpeg() is not None:
+        return "simplejpeg"
+    if forced == "simplejpeg":
+        raise ImportError(
+            f"{JPEG_BACKEND_ENV_VAR}=simplejpeg but simplejpeg is not installed: {_INSTALL_HINT}"
+        )
+    return "pillow"
+
 
 _DCT_METHODS = ("", "INTEGER_FAST", "INTEGER_ACCURATE")
 
@@ -596,14 +648,16 @@ def decode_jpeg(
     or one-element object array). ``channels``: 0 (as stored: 1 or 3), 1 (grayscale)
     or 3 (RGB). ``ratio``: 1, 2, 4 or 8, downscaling while decoding.
     ``dct_method``: ``""`` (default) or ``"INTEGER_FAST"``, or ``"INTEGER_ACCURATE"``.
-    With ``"INTEGER_ACCURATE"`` the pixels are TensorFlow's exactly. With the default,
-    grayscale and 4:4:4 JPEGs decode to TensorFlow's exact pixels too (the same fast
-    integer DCT); chroma-subsampled JPEGs (most photos) are decoded with the accurate
-    DCT and differ from TensorFlow's default by at most ``JPEG_MAX_DIFF`` = 8 (measured
-    against TensorFlow 2.21; Pillow offers no fast DCT with fancy upsampling).
+    With the ``image`` extra installed (Pillow and simplejpeg: libjpeg-turbo with the
+    DCT selectable) the pixels are TensorFlow's exactly for every ``dct_method``.
+    With Pillow alone, ``"INTEGER_ACCURATE"``, grayscale and 4:4:4 JPEGs are exact;
+    chroma-subsampled JPEGs (most photos) with the default ``dct_method`` are decoded
+    with the accurate DCT and differ from TensorFlow's by at most ``JPEG_MAX_DIFF`` = 8
+    (measured against TensorFlow 2.21; Pillow offers no fast DCT with fancy
+    upsampling). ``TFRECORD_LITE_JPEG_BACKEND=pillow`` forces Pillow.
     ``fancy_upscaling``, ``try_recover_truncated`` and ``acceptable_fraction`` are
     accepted for TensorFlow compatibility (a truncated JPEG raises ``ParseError``);
-    ``name`` is ignored. Needs Pillow (the ``image`` extra).
+    ``name`` is ignored. Needs the ``image`` extra.
     """
     del name, fancy_upscaling, acceptable_fraction, try_recover_truncated
     what = "decode_jpeg"
@@ -614,13 +668,63 @@ def decode_jpeg(
         raise ValueError(
             f"{what}: dct_method must be one of {list(_DCT_METHODS)}, got {dct_method!r}"
         )
-    data = image_bytes(contents, what)
+    return decode_jpeg_pixels(image_bytes(contents, what), ch, dct_method, ratio, what)
+
+
+#: Pillow's own decompression-bomb limit when Pillow is not installed (its default).
+_PIL_MAX_PIXELS = 89478485
+
+
+def _max_jpeg_pixels() -> Optional[int]:
+    """Pixels above which a JPEG is refused, as Pillow refuses it (twice MAX_IMAGE_PIXELS)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return 2 * _PIL_MAX_PIXELS
+    limit = Image.MAX_IMAGE_PIXELS
+    return None if limit is None else 2 * int(limit)
+
+
+def _jpeg_simplejpeg(data: bytes, channels: int, dct_method: str) -> Optional[npt.NDArray[Any]]:
+    """libjpeg-turbo's decode with TensorFlow's settings, or None to let Pillow decide.
+
+    None for JPEGs it does not take (CMYK / YCCK colour, a header it cannot read, a
+    recoverable error such as a truncated file, more pixels than Pillow allows): Pillow
+    then decodes them or raises the ``ParseError``.
+    """
+    sj = _simplejpeg()
+    try:
+        height, width, colorspace, _ = sj.decode_jpeg_header(data)
+        colorspace = str(colorspace).lower()
+        if colorspace not in ("gray", "rgb", "ycbcr"):
+            return None
+        limit = _max_jpeg_pixels()
+        if limit is not None and int(height) * int(width) > limit:
+            return None
+        gray = channels == 1 or (channels == 0 and colorspace == "gray")
+        out = sj.decode_jpeg(
+            data,
+            colorspace="GRAY" if gray else "RGB",
+            fastdct=dct_method != "INTEGER_ACCURATE",
+            fastupsample=False,
+            strict=True,
+        )
+    except (ValueError, RuntimeError, OSError):
+        return None
+    arr = np.asarray(out, dtype=np.uint8)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    return np.require(arr, requirements=("C", "W"))
+
+
+def _jpeg_pillow(data: bytes, channels: int, dct_method: str, ratio: int, what: str) -> Any:
     img = _open(data, what)
     if img.format != "JPEG":
         raise ParseError(f"{what}: not a JPEG image (found {img.format})")
-    draft_mode = "L" if ch == 1 and img.mode in ("RGB", "YCbCr") else None
+    draft_mode = "L" if channels == 1 and img.mode in ("RGB", "YCbCr") else None
     if draft_mode or ratio > 1:
         size = (max(1, img.size[0] // ratio), max(1, img.size[1] // ratio)) if ratio > 1 else None
+        # libjpeg's own colour -> gray (the Y channel), as TensorFlow asks for it
         img.draft(draft_mode or img.mode, size)
     elif dct_method != "INTEGER_ACCURATE" and not _subsampled(img):
         # Pillow's "draft" decoder flag selects libjpeg's fast integer DCT, TensorFlow's
@@ -629,8 +733,25 @@ def decode_jpeg(
     _load(img, what)
     if img.mode == "CMYK":
         img = img.convert("RGB")
-    arr = _as_hwc(img, what)
-    return _to_channels(arr, ch)
+    return _to_channels(_as_hwc(img, what), channels)
+
+
+def decode_jpeg_pixels(
+    data: bytes, channels: int = 0, dct_method: str = "", ratio: int = 1, what: str = "decode_jpeg"
+) -> npt.NDArray[np.uint8]:
+    """JPEG bytes to uint8 ``(H, W, C)`` pixels as ``tf.io.decode_jpeg`` gives them.
+
+    The one JPEG decoder of the library (see the comment above ``JPEG_MAX_DIFF``).
+    ``channels``: 0 (as stored: 1 for grayscale, else 3), 1 or 3; ``dct_method``:
+    ``""``, ``"INTEGER_FAST"`` or ``"INTEGER_ACCURATE"``; ``ratio``: 1, 2, 4 or 8.
+    Arguments are not checked here. Undecodable bytes raise ``ParseError``.
+    """
+    if ratio == 1 and jpeg_backend() == "simplejpeg":
+        arr = _jpeg_simplejpeg(data, channels, dct_method)
+        if arr is not None:
+            return arr
+    out: npt.NDArray[np.uint8] = _jpeg_pillow(data, channels, dct_method, ratio, what)
+    return out
 
 
 def decode_png(

@@ -22,7 +22,6 @@ checked, and a connector we do not know is an error that names it.
 
 from __future__ import annotations
 
-import importlib
 import io
 import zlib
 from collections.abc import Iterator, Mapping
@@ -496,10 +495,9 @@ class Image(FeatureConnector):
     """``tfds.features.Image``: PNG/JPEG bytes decoded to ``(H, W, C)`` uint8 / uint16 / float32.
 
     Decoded like ``tf.image.decode_image(channels=shape[-1], dtype=dtype)``: PNG is
-    exact. JPEG is exact too when the optional ``simplejpeg`` package is installed
-    (libjpeg-turbo with TensorFlow's fast integer DCT); otherwise Pillow decodes it
-    with the accurate integer DCT and pixels may differ from TensorFlow's by a few
-    levels (at most 10 on the test fixtures: see the README). ``float32`` images are
+    exact. JPEG is decoded as :func:`tfrecord_lite.io.decode_jpeg`: exact with the
+    ``image`` extra (simplejpeg); with Pillow alone, chroma-subsampled JPEGs may differ
+    from TensorFlow's pixels by a few levels (see the README). ``float32`` images are
     single-channel, stored as 4-channel uint8 PNGs holding the float bytes.
     """
 
@@ -571,49 +569,12 @@ def _png_info(data: bytes) -> Optional[tuple[int, int]]:
     return None
 
 
-_SIMPLEJPEG: list[Any] = []
-
-
-def _simplejpeg() -> Any:
-    """The optional ``simplejpeg`` module (libjpeg-turbo with the DCT method selectable), or None."""
-    if not _SIMPLEJPEG:
-        try:
-            module: Any = importlib.import_module("simplejpeg")
-        except ImportError:
-            module = None
-        _SIMPLEJPEG.append(module)
-    return _SIMPLEJPEG[0]
-
-
-def _decode_jpeg_like_tf(data: bytes, channels: int) -> Optional[np.ndarray]:
-    """``tf.io.decode_jpeg`` exactly, when ``simplejpeg`` is installed: libjpeg-turbo with
-    the fast integer DCT and fancy upsampling, TensorFlow's defaults. None otherwise
-    (or for JPEGs it does not take, e.g. CMYK): the caller decodes with Pillow.
-    """
-    sj = _simplejpeg()
-    if sj is None:
-        return None
-    try:
-        if channels == 0:
-            colorspace = str(sj.decode_jpeg_header(data)[2]).lower()
-            if colorspace not in ("gray", "rgb", "ycbcr"):
-                return None
-            gray = colorspace == "gray"
-        else:
-            gray = channels == 1
-        out = sj.decode_jpeg(data, colorspace="GRAY" if gray else "RGB", fastdct=True)
-    except (ValueError, RuntimeError):
-        return None  # Pillow decodes it, or raises the error
-    arr = np.asarray(out)
-    return arr[:, :, None] if arr.ndim == 2 else arr
-
-
 def decode_image_bytes(data: bytes, channels: int, dtype: np.dtype[Any]) -> np.ndarray:
     """``tf.image.decode_image(data, channels, dtype)`` for PNG/JPEG/BMP (uint8, uint16), with Pillow.
 
     ``channels=0`` keeps the file's channels. Always 3-D ``(H, W, C)``.
     """
-    from ._decode import _pil_image
+    from ._decode import _pil_image, decode_jpeg_pixels
 
     if channels not in (0, 1, 3, 4):
         raise ParseError(
@@ -621,15 +582,13 @@ def decode_image_bytes(data: bytes, channels: int, dtype: np.dtype[Any]) -> np.n
             "uses) accepts channels 0, 1, 3 or 4"
         )
     if data[:3] == b"\xff\xd8\xff" and channels in (0, 1, 3):
-        fast = _decode_jpeg_like_tf(data, channels)
-        if fast is not None:
-            return fast.astype(np.uint16) * np.uint16(256) if dtype == np.uint16 else fast
+        # the library's one JPEG decoder, tf.io.decode_jpeg's pixels
+        pixels = decode_jpeg_pixels(data, channels, what="decode image")
+        return pixels.astype(np.uint16) * np.uint16(256) if dtype == np.uint16 else pixels
     pil = _pil_image()
     png = _png_info(data)
     try:
         img = pil.open(io.BytesIO(data))
-        if channels == 1 and img.format == "JPEG" and img.mode != "L":
-            img.draft("L", img.size)  # libjpeg's own colour -> gray, as TensorFlow asks for
         img.load()
     except (OSError, SyntaxError, ValueError, EOFError, pil.DecompressionBombError) as err:
         raise ParseError(f"cannot decode image: {err}") from None
