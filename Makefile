@@ -67,7 +67,7 @@ INTEROP_VENV := .venv-interop
 $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
 	$(PYTHON) -m venv $(INTEROP_VENV)
 	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/interop/requirements.txt
-	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[fast,test]"
+	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[fast,image,test]"
 	touch $@
 
 interop: $(INTEROP_VENV)/.installed
