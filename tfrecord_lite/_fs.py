@@ -75,7 +75,7 @@ REMOTE_BLOCK_SIZE = 4 * 1024 * 1024
 #: Requests in flight at once in this process (all readers and prefetches together).
 MAX_FETCH_THREADS = 32
 #: Files whose first block may be fetched ahead of being opened (see :func:`prefetch`).
-_MAX_WARM = 64
+_MAX_WARM = 32
 
 #: Protocols whose uploads become visible only once complete (no partial object).
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
@@ -443,7 +443,7 @@ def prefetch(paths: list[str], block_size: int = REMOTE_BLOCK_SIZE) -> None:
     """Start fetching the first block of each URL in ``paths`` in the background.
 
     :func:`open_read` of one of them then starts from that block. Local paths are
-    ignored; at most 64 files are held ahead (the oldest are dropped).
+    ignored; at most 32 first blocks are held ahead (the oldest are dropped).
     """
     for path in paths:
         if not is_url(path):
