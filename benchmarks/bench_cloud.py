@@ -171,16 +171,20 @@ def main(argv: Any = None) -> None:
 
                 return run
 
-            def local_read() -> None:
-                ds = tfr.TFRecordDataset(local).parse(spec).batch(1024)
-                assert _consume(ds) == n_records
+            def local_read(n: int) -> Callable[[], None]:
+                def run() -> None:
+                    ds = tfr.TFRecordDataset(local, num_parallel_reads=n)
+                    assert _consume(ds.parse(spec).batch(1024)) == n_records
+
+                return run
 
             variants: dict[str, Callable[[], None]] = {
                 "raw fetch (s3fs, all objects at once)": raw,
                 "dataset, num_parallel_reads=1": dataset(1),
                 "dataset, num_parallel_reads=4": dataset(4),
                 "dataset, num_parallel_reads=16": dataset(16),
-                "local files, same pipeline": local_read,
+                "local files, num_parallel_reads=1": local_read(1),
+                "local files, num_parallel_reads=16": local_read(16),
             }
             results: dict[str, list[float]] = {k: [] for k in variants}
             for _ in range(args.repeat):
