@@ -82,7 +82,7 @@ $(CLOUD_VENV)/.installed: pyproject.toml tests/cloud/requirements.txt
 	touch $@
 
 test-cloud: $(CLOUD_VENV)/.installed
-	$(CLOUD_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cloud $(PYTEST_ARGS)
+	TFRECORD_LITE_CLOUD=1 $(CLOUD_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cloud $(PYTEST_ARGS)
 
 # Ray Data, Dask and Arrow on real local clusters, in a venv of their own (no TensorFlow).
 CLUSTER_VENV := .venv-cluster

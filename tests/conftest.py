@@ -25,6 +25,10 @@ COMPRESSIONS = ("", "GZIP", "ZLIB")
 # this variable; elsewhere it is not collected at all (never reported as skipped).
 if not os.environ.get("TFRECORD_LITE_INTEROP"):
     collect_ignore = ["interop"]
+# tests/cloud/ starts local object-store servers from its own venv (`make test-cloud`,
+# which sets TFRECORD_LITE_CLOUD); elsewhere it is not collected.
+if not os.environ.get("TFRECORD_LITE_CLOUD"):
+    collect_ignore = [*globals().get("collect_ignore", []), "cloud"]
 
 
 def make_records(n: int, seed: int = 0, max_len: int = 300) -> list[bytes]:

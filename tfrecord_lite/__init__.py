@@ -20,7 +20,8 @@ Layers, bottom up; a module imports only from its own row or the rows above it:
 ``_errors``, ``_version``                   exceptions and the version, used by every layer
 ``_crc``                                    CRC-32C backends and TensorFlow's masked CRC
 ``_framing``, ``_scan``, ``_recover``       sans-I/O record framing, block scanning, recovery
-``_paths``, ``_compress``, ``_io``          files, globs, shards, GZIP/ZLIB, writer and reader
+``_fs``, ``_paths``, ``_compress``,        files and URLs, globs, shards, GZIP/ZLIB, writer and
+``_io``                                     reader
 ``_schema``, ``_values``, ``_wire``         feature specs and dtypes, sparse/ragged values
 ``_example``                                building Examples (wire format, protobuf objects)
 ``_parse``, ``_fastparse``, ``_infer``      parsing into NumPy (vectorized), schema inference

@@ -121,6 +121,7 @@ def write_examples(
     *,
     compression: Union[str, TFRecordOptions, None] = None,
     raw: Sequence[str] = (),
+    storage_options: Optional[Mapping[str, Any]] = None,
 ) -> int:
     """Write one ``tf.train.Example`` per row of ``columns``; return the record count.
 
@@ -147,7 +148,7 @@ def write_examples(
     whole chunk of rows at a time; values round-trip exactly.
     """
     prepared, n = _prepare(columns, raw)
-    with TFRecordWriter(path, compression) as writer:
+    with TFRecordWriter(path, compression, storage_options=storage_options) as writer:
         for start in range(0, n, WRITE_CHUNK):
             stop = min(n, start + WRITE_CHUNK)
             chunk = {k: v[start:stop] for k, v in prepared.items()}
@@ -283,6 +284,7 @@ def read_examples(
     verify: bool = True,
     sample: int = DEFAULT_SAMPLE,
     decode: bool = True,
+    storage_options: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, Any]:
     """Read every ``Example`` of a file (or files) into one dict of columns.
 
@@ -294,7 +296,9 @@ def read_examples(
     The result has the layout of :func:`parse_example` over all records.
     """
     if features is None:
-        schema = infer_schema(path, sample, compression=compression)
+        schema = infer_schema(
+            path, sample, compression=compression, storage_options=storage_options
+        )
         if schema.is_sequence:
             raise ValueError(
                 "these are SequenceExample records: read them with "
@@ -305,7 +309,9 @@ def read_examples(
         specs = compile_features(features)
     batches: list[dict[str, ParsedValue]] = []
     batch: list[bytes] = []
-    with TFRecordReader(path, compression, verify=verify) as reader:
+    with TFRecordReader(
+        path, compression, verify=verify, storage_options=storage_options
+    ) as reader:
         for record in reader:
             batch.append(record)
             if len(batch) == READ_BATCH:

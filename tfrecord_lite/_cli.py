@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import example_pb2
+from . import _fs, example_pb2
 from ._crc import crc_backend
 from ._errors import DataLossError, ParseError, TFRecordError
 from ._infer import DEFAULT_SAMPLE, FeatureStats, add_records, infer_schema, schema_from_stats
@@ -77,20 +77,19 @@ def _inputs(items: Sequence[str]) -> list[str]:
     """Expand paths, globs, directories and ``name@N`` specs; every file must exist."""
     out: list[str] = []
     for item in items:
-        if "://" in item:
-            raise UsageError(f"{item!r}: URLs are not supported by the command line tool")
+        # URLs (s3://, gs://, ...) too: credentials and endpoints from the environment.
         for p in expand_paths(item):
             path = os.fspath(p)  # type: ignore[arg-type]
-            if not os.path.exists(path):
+            if not _fs.exists(path):
                 raise FileNotFoundError(2, "No such file or directory", path)
-            if os.path.isdir(path):
+            if _fs.isdir(path):
                 raise UsageError(f"{path!r} is a directory")
             out.append(path)
     return out
 
 
 def _total_size(paths: Sequence[str]) -> int:
-    return sum(os.path.getsize(p) for p in paths)
+    return sum(_fs.size(p) for p in paths)
 
 
 def _plural(n: int, word: str, plural: Optional[str] = None) -> str:
@@ -647,7 +646,7 @@ def cmd_head(args: argparse.Namespace, ctx: _Ctx) -> int:
 
 def _count_lines(path: str) -> int:
     n = 0
-    with open(path, "rb") as f:
+    with _fs.open_read(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             n += block.count(b"\n")
     return n
@@ -806,7 +805,7 @@ def cmd_convert(args: argparse.Namespace, ctx: _Ctx) -> int:
             if _same_file(i, o) or os.path.abspath(i) == os.path.abspath(o):
                 raise UsageError(f"output {o!r} is also an input: write to another file")
     out_dir = os.path.dirname(out)
-    if out_dir:
+    if out_dir and not _fs.is_url(out):
         os.makedirs(out_dir, exist_ok=True)
     skipped = 0
 
@@ -841,16 +840,12 @@ def cmd_convert(args: argparse.Namespace, ctx: _Ctx) -> int:
             raise
         writer.close()
     else:
-        tmp = f"{out}.tmp-{os.getpid()}"
-        try:
-            with TFRecordWriter(tmp, comp) as w:
-                for data in good_records("convert", True):
-                    w.write(data)
-                    written += 1
-            os.replace(tmp, out)
-        except BaseException:
-            _remove_quietly([tmp])
-            raise
+        # atomic: a temporary file renamed at the end (a URL: an upload completed at
+        # the end); an error or Ctrl-C leaves nothing under the output name.
+        with TFRecordWriter(out, comp, atomic=True) as w:
+            for data in good_records("convert", True):
+                w.write(data)
+                written += 1
         if args.index:
             from ._index import create_index
 

@@ -56,6 +56,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 
+from . import _fs
 from ._index import find_index
 from ._io import READ_BLOCK_SIZE, _reader_compression, read_records
 from ._paths import PathOrFile, expand_paths, is_file_object
@@ -192,6 +193,16 @@ class _Source:
         readers: list[Callable[[], Iterator[bytes]]] = [
             functools.partial(src._read_file, path, f, n_files, n_rec, i_rec) for path, f in entries
         ]
+        paths = [path for path, _ in entries]
+        if any(_fs.is_url(p) for p in paths):
+            # Object stores: fetch the next files' first blocks while these are read,
+            # so that num_parallel_reads objects (at least 2) are in flight at once.
+            ahead = max(2, src.cycle_length)
+            _fs.prefetch(paths[:ahead])
+            readers = [
+                functools.partial(_warming, make, paths[k + 1 : k + 1 + ahead])
+                for k, make in enumerate(readers)
+            ]
         if src.cycle_length <= 1:
             return _chain_files(readers)
         return _interleave(readers, src.cycle_length, src.block_length)
@@ -247,6 +258,12 @@ class _Source:
                 yield from f.get_many(range(first, min(n, first + chunk), step))
         finally:
             f.close()
+
+
+def _warming(make: Callable[[], Iterator[bytes]], upcoming: list[str]) -> Iterator[bytes]:
+    """Open a file's reader, and start fetching the files that follow it (URLs)."""
+    _fs.prefetch(upcoming)
+    return make()
 
 
 def _close(it: object) -> None:
@@ -1822,7 +1839,9 @@ class TFRecordDataset(Dataset):
     mean that default, since smaller reads would only be slower; larger values
     are used as given. ``num_parallel_reads=N`` interleaves N
     files record by record, as tf.data does. ``verify=False`` skips CRC checks.
-    ``name`` is accepted as in tf.data.
+    ``name`` is accepted as in tf.data. Files may be URLs (``s3://``, ``gs://``
+    ...; ``storage_options`` go to their fsspec filesystem): objects are read in
+    large ranged requests with read-ahead, ``num_parallel_reads`` of them at once.
 
     Iterating yields each record's ``bytes``; chain :meth:`parse`, :meth:`map`,
     :meth:`filter`, :meth:`shuffle`, :meth:`batch` ... to transform them. A
@@ -1840,6 +1859,7 @@ class TFRecordDataset(Dataset):
         *,
         compression: Union[str, int, None] = None,
         verify: bool = True,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         if compression is not None:
             if compression_type != "auto":
@@ -1856,7 +1876,7 @@ class TFRecordDataset(Dataset):
                 "TFRecordDataset takes file names, not a Dataset: use "
                 "files.interleave(lambda f: TFRecordDataset(f)) (or flat_map)"
             )
-        files = expand_paths(filenames)
+        files = expand_paths(filenames, storage_options=storage_options)
         _no_file_objects(files)
         self._source = _Source(tuple(os.fspath(f) for f in files), comp, size, verify)  # type: ignore[arg-type]
         if num_parallel_reads is not None and num_parallel_reads != 1:

@@ -39,7 +39,7 @@ import itertools
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -207,22 +207,22 @@ class Schema(dict[str, FeatureSpec]):
         }
 
 
-def _records(source: Any, compression: Any) -> Iterable[bytes]:
+def _records(source: Any, compression: Any, storage_options: Any = None) -> Iterable[bytes]:
     """Records from paths/files, or from an iterable of serialized records (read lazily)."""
     buffers = (bytes, bytearray, memoryview)
     if isinstance(source, (str, os.PathLike)) or is_file_object(source):
-        return tf_record_iterator(source, compression)
+        return tf_record_iterator(source, compression, storage_options=storage_options)
     if isinstance(source, (list, tuple)):
         if source and all(isinstance(x, buffers) for x in source):
             return (bytes(x) for x in source)
-        return tf_record_iterator(source, compression)
+        return tf_record_iterator(source, compression, storage_options=storage_options)
     it = iter(source)
     first = next(it, None)
     if first is None:
         return iter(())
     if isinstance(first, buffers):
         return (bytes(x) for x in itertools.chain([first], it))
-    return tf_record_iterator([first, *it], compression)
+    return tf_record_iterator([first, *it], compression, storage_options=storage_options)
 
 
 def _observe(stats: dict[str, FeatureStats], fmap: Any) -> None:
@@ -304,6 +304,7 @@ def infer_schema(
     *,
     compression: Any = "auto",
     check: bool = True,
+    storage_options: Optional[Mapping[str, Any]] = None,
 ) -> Schema:
     """Infer a feature dict that parses every record of ``source``.
 
@@ -322,7 +323,7 @@ def infer_schema(
         raise ValueError(f"sample must be a positive number of records, got {sample}")
     stats: dict[str, FeatureStats] = {}
     seq_stats: dict[str, FeatureStats] = {}
-    records = _records(source, compression)
+    records = _records(source, compression, storage_options)
     checked = 0
     try:
         it = iter(records)

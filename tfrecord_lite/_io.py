@@ -354,6 +354,13 @@ class TFRecordWriter:
       :class:`~tfrecord_lite.SkipReport` of what it cut in :attr:`repaired`.
       ZLIB streams cannot be continued.
 
+    A URL (``s3://``, ``gs://`` ...; ``storage_options`` for its filesystem) is
+    written as one upload: on an object store it appears only at :meth:`close`,
+    whole. There ``atomic=True`` aborts the upload on an exception (nothing
+    appears, an older object is untouched), and ``mode="a"`` rewrites the object
+    (downloaded, checked, uploaded with the new records at :meth:`close`; the old
+    object stays as it was until then). A process killed mid-upload leaves nothing.
+
     The writer is safe to share between threads: each record is written whole.
     In a process forked from the one that opened it, it refuses to be used
     (``ValueError``): its buffer belongs to the parent.
@@ -889,7 +896,9 @@ class TFRecordReader:
     ``compression``: ``"auto"`` or ``None`` (default: detected per file), ``""``
     (uncompressed only), ``"GZIP"``, ``"ZLIB"`` or :class:`TFRecordOptions`; a
     wrong one is an error that names what the file looks like. ``verify=False``
-    skips the CRC checks (faster; damaged data then goes unnoticed).
+    skips the CRC checks (faster; damaged data then goes unnoticed). Paths may
+    be URLs (``s3://``, ``gs://`` ...); ``storage_options`` go to their fsspec
+    filesystem (see the README's "Cloud storage").
 
     Damaged files (see :func:`read_records`): ``on_error="raise"`` (default) raises
     at the first damaged record; ``"skip"`` skips it and resynchronises on the next
