@@ -325,3 +325,18 @@ def test_url_writers_index_and_random_access(mem: str) -> None:
     with tfr.ShardedWriter(f"{mem}/s/train", records_per_shard=40, suffix=".tfr") as sw:
         sw.write_all(recs)
     assert list(tfr.TFRecordDataset(f"{mem}/s/train@3.tfr")) == recs
+
+
+def test_torch_datasets_take_urls(mem: str) -> None:
+    pytest.importorskip("torch")
+    import tfrecord_lite.torch as tfrt
+
+    recs = [tfr.encode_example({"id": [i]}) for i in range(12)]
+    for shard in range(2):
+        with tfr.TFRecordWriter(f"{mem}/t/train-0000{shard}-of-00002") as w:
+            w.write_all(recs[shard * 6 : shard * 6 + 6])
+    features = {"id": tfr.FixedLenFeature([], tfr.int64)}
+    mapped = tfrt.MapDataset(f"{mem}/t/train@2", features, storage_options={})
+    assert len(mapped) == 12 and int(mapped[7]["id"]) == 7
+    streamed = tfrt.IterableDataset(f"{mem}/t", features, storage_options={})
+    assert sorted(int(x["id"]) for x in streamed) == list(range(12))
