@@ -47,6 +47,7 @@ process has exited. ``shared_memory=False`` turns all of this off.
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import math
 import multiprocessing
@@ -333,16 +334,28 @@ def _sweep(new_token: Optional[tuple[int, int]] = None) -> None:
                 del _MAPPED[token]
 
 
+_SWEEP_STOP = threading.Event()
+
+
 def _sweeper() -> None:
     global _SWEEPER
-    stop = threading.Event()
-    while True:
-        stop.wait(_SWEEP_SECONDS)
+    while not _SWEEP_STOP.wait(_SWEEP_SECONDS):
         _sweep()
         with _MAPPED_LOCK:
             if not _MAPPED:
                 _SWEEPER = None
                 return
+
+
+@atexit.register
+def _release_all() -> None:
+    """At exit, stop the sweeper and drop every mapping while torch is still whole."""
+    _SWEEP_STOP.set()
+    sweeper = _SWEEPER
+    if sweeper is not None:
+        sweeper.join(timeout=5)
+    with _MAPPED_LOCK:
+        _MAPPED.clear()
 
 
 def _attach(token: tuple[int, int], slot_id: int, storage: Any) -> np.ndarray:
@@ -470,6 +483,7 @@ class IterableDataset(_tud.IterableDataset[Any]):
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         shared_memory: bool = True,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         super().__init__()
         if isinstance(source, TFRecordDataset):
@@ -479,7 +493,7 @@ class IterableDataset(_tud.IterableDataset[Any]):
                 )
             dataset = source
         else:
-            dataset = TFRecordDataset(source)
+            dataset = TFRecordDataset(source, storage_options=storage_options)
             if features is not None:
                 dataset = dataset.parse(features)
             if transform is not None:
@@ -560,9 +574,13 @@ class MapDataset(_tud.Dataset[Any]):
         verify: bool = True,
         decompress: bool = False,
         shared_memory: bool = True,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         super().__init__()
-        paths = [os.fspath(p) for p in expand_paths(files)]  # type: ignore[arg-type]
+        paths = [
+            os.fspath(p)  # type: ignore[arg-type]
+            for p in expand_paths(files, storage_options=storage_options)
+        ]
         if index_paths is not None and len(index_paths) != len(paths):
             raise ValueError(f"got {len(index_paths)} index paths for {len(paths)} files")
         self.files = [
