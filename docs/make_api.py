@@ -3,10 +3,10 @@
     python docs/make_api.py            # rewrite docs/api.md
     python docs/make_api.py --check    # exit 1 if docs/api.md is stale
 
-Every name in ``tfrecord_lite.__all__``, ``tfr.train``, ``tfr.io`` and
-``tfrecord_lite.torch`` is listed with its kind, its signature
-(``inspect.signature``, annotations as written in the source) and its full
-docstring; classes also with their public methods and properties. Names are
+Every name in ``tfrecord_lite.__all__``, ``tfr.train``, ``tfr.io``,
+``tfrecord_lite.torch``, ``.tfds``, ``.arrow``, ``.ray`` and ``.dask`` is listed
+with its kind, its signature (``inspect.signature``, annotations as written in the
+source) and its full docstring; classes also with their public methods and properties. Names are
 grouped by section (the module they are defined in decides) and ordered as in
 the source. ``tests/test_api_docs.py`` fails when the committed file differs from
 what this script generates.
@@ -126,7 +126,8 @@ kind, signature and docstring, grouped by what it is for. Start with the
 sharding, index files and PyTorch, [cli.md](cli.md) the command line.
 
 The modules that define these names are private (`tfrecord_lite._io`, ...); use the
-names from `tfrecord_lite` (and `tfr.train`, `tfr.io`, `tfrecord_lite.torch`). Names
+names from `tfrecord_lite` (and `tfr.train`, `tfr.io`, and the integrations
+`tfrecord_lite.torch`, `.tfds`, `.arrow`, `.ray`, `.dask`). Names
 follow TensorFlow's where there is one, so `tf.io.X` usually becomes `tfr.X` /
 `tfr.io.X`.
 """
@@ -452,8 +453,9 @@ def _torch_page() -> str:
     return "\n".join(out)
 
 
-#: The scale-out integrations: (module, heading), pages after the PyTorch one.
+#: The other integrations: (module, heading), pages after the PyTorch one.
 EXTRA_PAGES = [
+    ("tfds", "`tfrecord_lite.tfds`: TensorFlow Datasets directories"),
     ("arrow", "`tfrecord_lite.arrow`: Arrow, pandas and Parquet"),
     ("ray", "`tfrecord_lite.ray`: Ray Data"),
     ("dask", "`tfrecord_lite.dask`: Dask"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import inspect
 from collections.abc import Iterator
@@ -68,6 +69,13 @@ def test_every_public_name_is_in_api_md() -> None:
         for n in torch_names
         if f"### `tfrecord_lite.torch.{n}`" not in text
     ]
+    for integration in ("tfds", "arrow", "ray", "dask"):
+        module = importlib.import_module(f"tfrecord_lite.{integration}")
+        missing += [
+            f"tfrecord_lite.{integration}.{n}"
+            for n in module.__all__
+            if f"### `tfrecord_lite.{integration}.{n}`" not in text
+        ]
     assert not missing, f"not in docs/api.md (run `python docs/make_api.py`): {missing}"
 
 
@@ -112,6 +120,13 @@ def public_api() -> Iterator[tuple[str, Any]]:
         pass
     else:
         sources.append(("tfrecord_lite.torch", tfr_torch))
+    for integration in ("tfds", "arrow", "ray", "dask"):
+        sources.append(
+            (
+                f"tfrecord_lite.{integration}",
+                importlib.import_module(f"tfrecord_lite.{integration}"),
+            )
+        )
     for prefix, module in sources:
         for name in module.__all__:
             obj = getattr(module, name)

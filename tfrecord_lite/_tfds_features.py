@@ -284,6 +284,7 @@ class FeatureConnector:
     # Internal protocol: a leaf connector has one serialized TensorInfo (or a dict of them
     # for dynamically shaped tensors) and decodes one value; containers override these.
     def serialized_info(self) -> Any:
+        """How the value is stored in the Example: a ``TensorInfo`` (or a dict of them)."""
         raise NotImplementedError
 
     def decode(self, value: Any) -> Any:
@@ -326,13 +327,16 @@ class Tensor(FeatureConnector):
 
     @property
     def shape(self) -> Shape:
+        """The decoded shape (``None`` for unknown dimensions)."""
         return self._shape
 
     @property
     def dtype(self) -> np.dtype[Any]:
+        """The decoded NumPy dtype."""
         return self._dtype
 
     def serialized_info(self) -> Any:
+        """How the value is stored in the Example: a ``TensorInfo`` (or a dict of them)."""
         value = (
             TensorInfo((), np.dtype(object))
             if self.encoding != "none"
@@ -343,6 +347,7 @@ class Tensor(FeatureConnector):
         return value
 
     def decode(self, value: Any) -> Any:
+        """Decode one serialized value (sequence rank 0)."""
         if self.encoding == "none":
             return value
         if self._dynamic:
@@ -407,7 +412,9 @@ class ClassLabel(Tensor):
 
     tfds_class = "tensorflow_datasets.core.features.class_label_feature.ClassLabel"
 
-    def __init__(self, *, num_classes: Optional[int] = None, names: Optional[list[str]] = None):
+    def __init__(
+        self, *, num_classes: Optional[int] = None, names: Optional[list[str]] = None
+    ) -> None:
         super().__init__(shape=(), dtype=np.int64)
         self._names: Optional[list[str]] = None
         self._str2int: dict[str, int] = {}
@@ -464,6 +471,7 @@ class ClassLabel(Tensor):
         return i
 
     def load_metadata(self, data_dir: str, name: str) -> None:
+        """Read what TFDS saved beside ``features.json`` (class names)."""
         import os
 
         path = os.path.join(data_dir, f"{name}.labels.txt")
@@ -529,16 +537,20 @@ class Image(FeatureConnector):
 
     @property
     def shape(self) -> Shape:
+        """The decoded shape (``None`` for unknown dimensions)."""
         return self._shape
 
     @property
     def dtype(self) -> np.dtype[Any]:
+        """The decoded NumPy dtype."""
         return self._dtype
 
     def serialized_info(self) -> Any:
+        """How the value is stored in the Example: a ``TensorInfo`` (or a dict of them)."""
         return TensorInfo((), np.dtype(object))
 
     def decode(self, value: Any) -> Any:
+        """Decode one serialized value (sequence rank 0)."""
         data = value if isinstance(value, bytes) else bytes(np.asarray(value).item())
         if self._dtype == np.float32:
             pixels = decode_image_bytes(data, 4, np.dtype(np.uint8))
@@ -649,7 +661,7 @@ class Audio(Tensor):
 
     def __init__(
         self, *, shape: Shape, dtype: Any, sample_rate: Optional[int], encoding: str = "none"
-    ):
+    ) -> None:
         super().__init__(shape=shape, dtype=dtype, encoding=encoding)
         self.sample_rate = sample_rate
 
@@ -688,17 +700,21 @@ class FeaturesDict(FeatureConnector):
 
     @property
     def shape(self) -> dict[str, Any]:
+        """The decoded shapes, a dict by feature name."""
         return {k: f.shape for k, f in self._features.items()}
 
     @property
     def dtype(self) -> dict[str, Any]:
+        """The decoded dtypes, a dict by feature name."""
         return {k: f.dtype for k, f in self._features.items()}
 
     def leaves(self, prefix: str) -> Iterator[tuple[str, FeatureConnector, Any]]:
+        """``(key, leaf connector, serialized info)`` for every leaf, with ``/``-joined keys."""
         for name, feature in self._features.items():
             yield from feature.leaves(f"{prefix}/{name}" if prefix else name)
 
     def load_metadata(self, data_dir: str, name: str) -> None:
+        """Read what TFDS saved beside ``features.json`` (class names)."""
         for key, feature in self._features.items():
             feature.load_metadata(data_dir, f"{name}-{key}" if name else key)
 
@@ -731,10 +747,12 @@ class Sequence(FeatureConnector):
 
     @property
     def shape(self) -> Any:
+        """The item's shape with the sequence length in front."""
         return _map_shape(self.feature.shape, self.length)
 
     @property
     def dtype(self) -> Any:
+        """The item's dtype."""
         return self.feature.dtype
 
     def __getitem__(self, key: str) -> FeatureConnector:
@@ -743,10 +761,12 @@ class Sequence(FeatureConnector):
         raise TypeError(f"{type(self).__name__} of {type(self.feature).__name__} has no keys")
 
     def leaves(self, prefix: str) -> Iterator[tuple[str, FeatureConnector, Any]]:
+        """``(key, leaf connector, serialized info)`` for every leaf, with ``/``-joined keys."""
         for key, leaf, info in self.feature.leaves(prefix):
             yield key, leaf, _map_info(info, self.length)
 
     def load_metadata(self, data_dir: str, name: str) -> None:
+        """Read what TFDS saved beside ``features.json`` (class names)."""
         self.feature.load_metadata(data_dir, name)
 
     def _repr_args(self) -> str:
