@@ -808,13 +808,12 @@ def tf_decode_image(
     what = "decode_image"
     ch = _check_channels(channels, (0, 1, 3, 4), what)
     data = image_bytes(contents, what)
-    img = _open(data, what)
-    fmt = img.format
-    if fmt == "JPEG":
+    if data[:3] == b"\xff\xd8\xff":  # a JPEG (Pillow's test too): no need to open it twice
         if ch not in (0, 1, 3):
             raise ValueError(f"{what}: channels must be 0, 1 or 3 for a JPEG, got {ch}")
-        img.close()
-        return _convert_dtype(decode_jpeg(data, channels=ch), dtype, what)
+        return _convert_dtype(decode_jpeg_pixels(data, ch, what=what), dtype, what)
+    img = _open(data, what)
+    fmt = img.format
     if fmt == "PNG":
         _load(img, what)
         return _convert_dtype(_to_channels(_as_hwc(img, what), ch), dtype, what, png=True)

@@ -19,7 +19,9 @@ them (images, class labels, text, encoded tensors, sequences, ragged values)::
     ds = tfds.load("mnist", split="train", as_supervised=True)   # prepared under ~/tensorflow_datasets
 
 Nothing is downloaded or prepared: prepare datasets with TFDS (``tfds build NAME``)
-on any machine, then read them here. Images need Pillow (``tfrecord-lite[image]``).
+on any machine, then read them here. Images need the ``image`` extra
+(``tfrecord-lite[image]``: Pillow, and simplejpeg for JPEG pixels exactly as TensorFlow
+decodes them).
 ``dataset_info.json`` and ``features.json`` are treated as untrusted input: sizes
 are bounded and no name read from them can make a path outside the directory.
 """
