@@ -378,6 +378,10 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
         return _fs.join(self.path, f".{self.prefix}-{self.job}-{task:06d}.staging")
 
     def _entries(self) -> list[str]:
+        if self.url:  # other processes wrote here: a cached listing would miss their files
+            fs, root = _fs.filesystem(self.path)
+            with contextlib.suppress(Exception):
+                fs.invalidate_cache(root)
         if not _fs.isdir(self.path):
             return []
         return [full for full, is_file in _fs.listdir(self.path) if is_file]
