@@ -221,9 +221,9 @@ def _tfds_dirs(items: Sequence[str]) -> Optional[list[str]]:
 def cmd_info(args: argparse.Namespace, ctx: _Ctx) -> int:
     tfds = _tfds_dirs(args.files)
     if tfds is not None:
-        from ._tfds_cli import info
+        from ._tfds_cli import info as tfds_info
 
-        return info(tfds, args)
+        return tfds_info(tfds, args)
     paths = _inputs(args.files)
     sample: Optional[int] = args.sample
     reports: list[dict[str, Any]] = []

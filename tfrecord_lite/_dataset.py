@@ -322,8 +322,8 @@ def _chain_files(readers: list[Callable[[], Iterator[bytes]]]) -> Iterator[bytes
             _close(it)
 
 
-#: Marks the end of an iterator in ``next(it, _END)``.
-_END = object()
+#: Marks the end of an iterator in ``next(it, _EXHAUSTED)``.
+_EXHAUSTED = object()
 
 
 def _interleave(
@@ -348,8 +348,8 @@ def _interleave(
                     continue
                 active = True
                 if block_length == 1:
-                    record = next(it, _END)
-                    if record is not _END:
+                    record = next(it, _EXHAUSTED)
+                    if record is not _EXHAUSTED:
                         yield record
                         continue
                 else:
