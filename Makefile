@@ -7,6 +7,7 @@
 #   make test-cluster  Ray Data, Dask and Arrow on local clusters (.venv-cluster)
 #   make protos    regenerate tfrecord_lite/*_pb2.py from protos/
 #   make bench     benchmarks/ (tfrecord_lite only);  make bench-peers: beside TF and `tfrecord`
+#   make bench-dataloader / bench-tfdata / bench-tfds / bench-scaleout / bench-cloud: one integration each
 #   make fuzz      a bounded atheris run of every fuzz target
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 
-.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster protos bench bench-peers fuzz clean
+.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz clean
 
 all: test
 
@@ -112,6 +113,27 @@ $(BENCH_VENV)/.installed: pyproject.toml benchmarks/requirements-peers.txt
 
 bench-peers: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python -m benchmarks.run --peers $(BENCH_ARGS)
+
+# The benchmarks of one integration each, beside its peer where it has one:
+#   bench-dataloader  PyTorch DataLoader workers 0..N (ours only; prints the core count)
+#   bench-tfdata      tf.data surface beside TensorFlow
+#   bench-tfds        tfrecord_lite.tfds beside tensorflow-datasets
+#   bench-scaleout    tfrecord_lite.ray / .dask beside Ray's own read_tfrecords / write_tfrecords
+#   bench-cloud       object-store reads through a local S3 server (in .venv-cloud)
+bench-dataloader: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m benchmarks.bench_dataloader $(BENCH_ARGS)
+
+bench-tfdata: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m benchmarks.bench_tfdata $(BENCH_ARGS)
+
+bench-tfds: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m benchmarks.bench_tfds $(BENCH_ARGS)
+
+bench-scaleout: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m benchmarks.bench_scaleout $(BENCH_ARGS)
+
+bench-cloud: $(CLOUD_VENV)/.installed
+	$(CLOUD_VENV)/bin/python -m benchmarks.bench_cloud $(BENCH_ARGS)
 
 # atheris (libFuzzer for Python) in a venv of its own: every target in tests/fuzz/
 # for FUZZ_TIME seconds (seeds from tests/data); exits non-zero on a crash.
