@@ -13,10 +13,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from _servers import boto_client, enforce_iam, moto_server, s3_options
 
 import tfrecord_lite as tfr
 
@@ -89,17 +91,121 @@ def test_endpoint_and_credentials_from_the_environment(
     assert "30" in out.stdout
 
 
-def test_wrong_credentials_are_a_permission_error_naming_the_url(
+def test_missing_bucket_is_file_not_found_naming_the_url(
     bucket: str, storage_options: dict[str, Any]
 ) -> None:
-    url = f"s3://{bucket}/x.tfrecord"
-    write(url, records(3), storage_options)
-    # moto accepts any key unless told otherwise: a missing bucket is what it refuses.
     missing = f"s3://no-such-bucket-{bucket}/x.tfrecord"
     with pytest.raises(FileNotFoundError) as info:
         list(tfr.tf_record_iterator(missing, storage_options=storage_options))
     assert info.value.filename == missing
     assert "%s" not in str(info.value) and "Errno %" not in str(info.value)
+
+
+# A second moto_server that checks every request's signature and IAM policy, as AWS does
+# (the session's server accepts any key). Users and the bucket are made before checking starts.
+IAM_BUCKET = "tfr-iam"
+IAM_URL = f"s3://{IAM_BUCKET}/data.tfrecord"
+IAM_RECORDS = [b"first", b"second"]
+
+
+def _policy(actions: list[str]) -> str:
+    resources = [f"arn:aws:s3:::{IAM_BUCKET}", f"arn:aws:s3:::{IAM_BUCKET}/*"]
+    statement = {"Effect": "Allow", "Action": actions, "Resource": resources}
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+
+
+@pytest.fixture(scope="module")
+def iam_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Yield the endpoint and ``storage_options`` of users "admin" (s3:*), "reader"
+    (get and list) and "nobody" (no policy), on a server that enforces IAM."""
+    with moto_server(tmp_path_factory.mktemp("moto-iam")) as endpoint:
+        boto_client(endpoint).create_bucket(Bucket=IAM_BUCKET)
+        write(IAM_URL, IAM_RECORDS, s3_options(endpoint))
+        iam = boto_client(endpoint, "iam")
+        users: dict[str, Any] = {"endpoint": endpoint}
+        for name, actions in [("admin", ["s3:*"]), ("reader", ["s3:GetObject", "s3:ListBucket"])]:
+            iam.create_user(UserName=name)
+            iam.put_user_policy(UserName=name, PolicyName="s3", PolicyDocument=_policy(actions))
+        iam.create_user(UserName="nobody")
+        for name in ("admin", "reader", "nobody"):
+            k = iam.create_access_key(UserName=name)["AccessKey"]
+            users[name] = s3_options(endpoint, k["AccessKeyId"], k["SecretAccessKey"])
+        enforce_iam(endpoint)
+        yield users
+
+
+def _assert_permission_error_naming(err: BaseException, url: str, action: str) -> None:
+    assert isinstance(err, PermissionError)
+    assert err.filename == url
+    text = str(err)
+    assert url in text and f"Permission denied to {action}" in text, text
+    assert "credentials" in text, text
+    for internal in ("%s", "Errno %", "Traceback", "botocore", "ClientError", "s3fs", "aiohttp"):
+        assert internal not in text, text
+    assert err.__suppress_context__ and err.__cause__ is None  # no library traceback chained
+
+
+def test_enforcing_server_accepts_a_permitted_user(iam_server: dict[str, Any]) -> None:
+    # The refusals below are about permissions: the same server serves a user who has them.
+    assert list(tfr.tf_record_iterator(IAM_URL, storage_options=iam_server["reader"])) == (
+        IAM_RECORDS
+    )
+    url = f"s3://{IAM_BUCKET}/"
+    assert list(tfr.TFRecordDataset(url, storage_options=iam_server["reader"])) == IAM_RECORDS
+    admin = iam_server["admin"]
+    write(f"s3://{IAM_BUCKET}/admin.tfrecord", [b"a"], admin)
+    assert list(
+        tfr.tf_record_iterator(f"s3://{IAM_BUCKET}/admin.tfrecord", storage_options=admin)
+    ) == [b"a"]
+    client = boto_client(iam_server["endpoint"], key=admin["key"], secret=admin["secret"])
+    client.delete_object(Bucket=IAM_BUCKET, Key="admin.tfrecord")
+
+
+@pytest.mark.parametrize("user", ["nobody", "reader", "wrong-secret", "unknown-key"])
+def test_refused_credentials_are_a_permission_error_naming_the_url(
+    iam_server: dict[str, Any], user: str
+) -> None:
+    import s3fs
+
+    if user == "wrong-secret":
+        so = {**iam_server["reader"], "secret": "not-the-secret"}
+    elif user == "unknown-key":
+        so = s3_options(iam_server["endpoint"], "AKIAUNKNOWNUNKNOWN00", "whatever")
+    else:
+        so = iam_server[user]
+    may_read = user == "reader"
+    if not may_read:
+        with pytest.raises(PermissionError) as info:
+            list(tfr.tf_record_iterator(IAM_URL, storage_options=so))
+        _assert_permission_error_naming(info.value, IAM_URL, "read")
+        listing = f"s3://{IAM_BUCKET}/"
+        with pytest.raises(PermissionError) as info:
+            list(tfr.TFRecordDataset(listing, storage_options=so))
+        _assert_permission_error_naming(info.value, listing, "list")
+        pattern = f"s3://{IAM_BUCKET}/*.tfrecord"
+        with pytest.raises(PermissionError) as info:
+            list(tfr.TFRecordDataset(pattern, storage_options=so))
+        _assert_permission_error_naming(info.value, pattern, "read")
+    # Nobody here may write: plain and atomic writers, new name and existing name.
+    for url in (f"s3://{IAM_BUCKET}/new.tfrecord", IAM_URL):
+        for atomic in (False, True):
+            s3fs.S3FileSystem.clear_instance_cache()
+            writer = tfr.TFRecordWriter
+            with (
+                pytest.raises(PermissionError) as info,
+                writer(url, atomic=atomic, storage_options=so) as w,
+            ):
+                w.write(b"x" * 1000)
+            _assert_permission_error_naming(info.value, url, "write")
+    # The refused writes left nothing behind and did not touch the existing object.
+    admin = boto_client(
+        iam_server["endpoint"], key=iam_server["admin"]["key"], secret=iam_server["admin"]["secret"]
+    )
+    assert keys(admin, IAM_BUCKET) == ["data.tfrecord"]
+    assert not admin.list_multipart_uploads(Bucket=IAM_BUCKET).get("Uploads")
+    assert list(tfr.tf_record_iterator(IAM_URL, storage_options=iam_server["admin"])) == (
+        IAM_RECORDS
+    )
 
 
 # --------------------------------------------------------------------------- path forms
