@@ -57,7 +57,7 @@ test: lint typecheck pytest
 OLDEST_VENV := .venv-oldest
 $(OLDEST_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(OLDEST_VENV)
-	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install "protobuf==4.25.0" "numpy==1.23.5" "crcmod==1.7"
+	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install "protobuf==4.25.0" "numpy==1.23.5" "crcmod==1.7" "pyarrow==12.0.1"
 	$(OLDEST_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[test]"
 	touch $@
 
