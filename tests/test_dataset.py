@@ -265,13 +265,13 @@ def test_record_sharding_is_balanced(tmp_path):
 def test_record_sharding_skips_files_it_has_nothing_in(tmp_path, monkeypatch):
     paths = make_files(tmp_path, [6, 6])
     opened: list[str] = []
-    real = _dataset.read_records
+    real = _dataset._read_batches
 
     def spy(path: str, *args: Any, **kwargs: Any) -> Any:
         opened.append(path)
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(_dataset, "read_records", spy)
+    monkeypatch.setattr(_dataset, "_read_batches", spy)
     for i in range(8):
         opened.clear()
         got = list(TFRecordDataset(paths).shard(8, i))
@@ -285,9 +285,9 @@ def test_record_sharding_reads_only_its_records_with_an_index(tmp_path, monkeypa
     for p in paths:
         create_index(p)
     calls: list[str] = []
-    real = _dataset.read_records
+    real = _dataset._read_batches
     monkeypatch.setattr(
-        _dataset, "read_records", lambda p, *a, **k: calls.append(p) or real(p, *a, **k)
+        _dataset, "_read_batches", lambda p, *a, **k: calls.append(p) or real(p, *a, **k)
     )
     for n, shards in expected.items():
         assert [list(TFRecordDataset(paths).shard(n, i)) for i in range(n)] == shards
@@ -436,6 +436,108 @@ def test_num_parallel_reads_is_tf_interleave_cycle_n_block_1(lettered):
     assert (
         b" ".join(TFRecordDataset(lettered, num_parallel_reads=AUTOTUNE)).decode().count(" ") == 13
     )
+
+
+def _split_into_lists(records: list[str], rng: np.random.Generator) -> list[list[str]]:
+    """Records cut into lists of random sizes (empty lists too), as a decoder hands them out."""
+    lists, i = [], 0
+    while i < len(records):
+        n = int(rng.integers(0, 7))
+        lists.append(records[i : i + n])
+        i += n
+    return lists
+
+
+class _ListFile:
+    """A file read a list at a time; records when it is opened, read and closed."""
+
+    def __init__(self, lists: list[list[str]], log: list[str], name: str, fail: bool = False):
+        self.lists, self.log, self.name, self.fail = lists, log, name, fail
+
+    def lists_gen(self):
+        self.log.append(f"open {self.name}")
+        try:
+            for lst in self.lists:
+                self.log.append(f"read {self.name}")
+                yield lst
+            if self.fail:
+                raise CorruptRecordError(f"{self.name} is damaged here")
+        finally:
+            self.log.append(f"close {self.name}")
+
+    def records_gen(self):
+        for lst in self.lists_gen():
+            yield from lst
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_list_interleave_equals_record_by_record_interleave(seed):
+    """Files handing out lists are merged in exactly the record-by-record order.
+
+    Uneven files (0, 1, many records, cut into lists of any size) and several
+    cycle and block lengths: the same records in the same order, the files
+    opened, read and closed in the same order, errors after the same records.
+    """
+    rng = np.random.default_rng(seed)
+    counts = [0, 1, 37, 5, 0, 64, 1, 12, 3, 200, 0, 9][: 4 + 2 * seed]
+    rng.shuffle(counts)
+    files = [[f"f{f}-r{r}" for r in range(n)] for f, n in enumerate(counts)]
+    lists = [_split_into_lists(records, rng) for records in files]
+    fail = int(rng.integers(0, len(files))) if seed % 2 else -1  # odd seeds: one file is damaged
+    for cycle in (1, 2, 3, 5, 16):
+        for block in (1, 2, 3, 7):
+            runs = []
+            for listwise in (False, True):
+                log: list[str] = []
+                srcs = [_ListFile(ls, log, f"f{f}", fail=f == fail) for f, ls in enumerate(lists)]
+                if listwise:
+                    makers = [s.lists_gen for s in srcs]
+                    it = _dataset._flatten_lists(_dataset._interleave_lists(makers, cycle, block))
+                else:
+                    it = _dataset._interleave([s.records_gen for s in srcs], cycle, block)
+                out: list[str] = []
+                error = None
+                try:
+                    for record in it:
+                        out.append(record)
+                except CorruptRecordError as err:
+                    error = str(err)
+                runs.append((out, log, error))
+            assert runs[1] == runs[0], (cycle, block)
+            assert (runs[0][2] is None) == (fail < 0)
+            if fail < 0:
+                assert sorted(runs[0][0]) == sorted(r for records in files for r in records)
+
+
+def test_list_interleave_closes_open_files_when_closed_early():
+    log: list[str] = []
+    srcs = [_ListFile([[f"f{f}-r{r}" for r in range(9)]], log, f"f{f}") for f in range(5)]
+    it = _dataset._flatten_lists(_dataset._interleave_lists([s.lists_gen for s in srcs], 3, 1))
+    assert [next(it) for _ in range(4)] == ["f0-r0", "f1-r0", "f2-r0", "f0-r1"]
+    it.close()  # type: ignore[attr-defined]
+    assert sorted(e for e in log if e.startswith("close")) == ["close f0", "close f1", "close f2"]
+    assert not any(e.endswith(("f3", "f4")) for e in log)
+
+
+def test_num_parallel_reads_same_records_as_tf_order_on_uneven_files(tmp_path):
+    """Every cycle length over real files (GZIP too, small read blocks): tf.data's order."""
+    counts = [0, 1, 700, 3, 0, 1500, 1]
+    for compression in (None, "GZIP"):
+        paths = make_files(tmp_path, counts, compression, name=f"u{compression}")
+        files = [list(TFRecordDataset(p)) for p in paths]
+        for cycle in (2, 3, 4, 7, 16):
+            # the order of tf.data's interleave(cycle, block_length=1), one record at a time
+            expected = list(
+                _dataset._interleave([lambda f=f: iter(f) for f in files], cycle, 1)  # type: ignore[misc]
+            )
+            for buffer_size in (None, 1 << 16):
+                ds = TFRecordDataset(paths, num_parallel_reads=cycle, buffer_size=buffer_size)
+                assert list(ds) == expected, (compression, cycle, buffer_size)
+            # 3 shards of the files: shard 2 reads files 2 and 5 only, interleaved
+            shard = [iter(files[2]), iter(files[5])]
+            assert list(TFRecordDataset(paths, num_parallel_reads=cycle).shard(3, 2)) == list(
+                _dataset._interleave([lambda it=it: it for it in shard], cycle, 1)  # type: ignore[misc]
+            )
 
 
 # --------------------------------------------------------------------------- element ops
