@@ -101,6 +101,28 @@ def test_interleave_order_matches_tf(
         assert list(tfr.TFRecordDataset(sorted(files), num_parallel_reads=cycle)) == want_reads
 
 
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_num_parallel_reads_order_matches_tf_on_long_uneven_files(
+    tmp_path: Path, compression: str
+) -> None:
+    """Files of 0, 1 and thousands of records, read in many blocks each: tf.data's order."""
+    rng = np.random.default_rng(5)
+    paths = []
+    for k, n in enumerate([2500, 0, 1, 700, 6000, 1, 40]):
+        p = os.fspath(tmp_path / f"long-{k:02d}.tfrecord")
+        with tfr.TFRecordWriter(p, compression) as w:
+            for r in range(n):
+                w.write(b"f%d-r%d-" % (k, r) + rng.bytes(int(rng.integers(0, 300))))
+        paths.append(p)
+    for cycle in (2, 3, 5, 16):
+        want = tf_list(tf.data.TFRecordDataset(paths, compression, num_parallel_reads=cycle))
+        for buffer_size in (None, 1 << 16):
+            got = tfr.TFRecordDataset(
+                paths, compression, num_parallel_reads=cycle, buffer_size=buffer_size
+            )
+            assert list(got) == want, (cycle, buffer_size)
+
+
 def test_list_files_order_and_errors(files: list[str], tmp_path: Path) -> None:
     patterns = [os.fspath(tmp_path / "part-0*.tfrecord"), os.fspath(tmp_path / "part-00*")]
     for p in (patterns[0], patterns):
