@@ -1971,7 +1971,8 @@ class TFRecordDataset(Dataset):
     ``"auto"``/``None`` (default: detected per file, plain files included),
     ``""`` (plain), ``"GZIP"`` or ``"ZLIB"``. ``buffer_size``: the read-ahead per
     file in bytes, as tf.data's. The default reads 1 MiB blocks, shared among
-    the files open at once when interleaving (at least 64 KiB each); values up
+    the files open at once when interleaving (at least 256 KiB each, as
+    TensorFlow's per-file buffer); values up
     to 1 MiB (the MNIST tutorial's ``buffer_size=100``, 0 for "unbuffered", -1)
     mean that default, since smaller reads would only be slower; larger values
     are used as given. ``num_parallel_reads=N`` interleaves N
