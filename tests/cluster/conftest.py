@@ -43,3 +43,31 @@ def dask_client() -> Iterator[Any]:
         Client(cluster) as client,
     ):
         yield client
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A moto_server on 127.0.0.1 (the same helper as tests/cloud); its endpoint URL.
+
+    The Ray and Dask workers are other processes: they reach it only through the
+    ``storage_options`` a test passes (or the environment it gives them).
+    """
+    from _servers import moto_server
+
+    with moto_server(tmp_path_factory.mktemp("moto")) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str) -> Iterator[str]:
+    """A fresh, empty bucket for one test; s3fs's cached listings dropped afterwards."""
+    import uuid
+
+    from _servers import boto_client
+
+    name = f"tfr-{uuid.uuid4().hex[:12]}"
+    boto_client(s3_endpoint).create_bucket(Bucket=name)
+    yield name
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
