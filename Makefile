@@ -85,7 +85,8 @@ $(CLOUD_VENV)/.installed: pyproject.toml tests/cloud/requirements.txt
 test-cloud: $(CLOUD_VENV)/.installed
 	TFRECORD_LITE_CLOUD=1 $(CLOUD_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cloud $(PYTEST_ARGS)
 
-# Ray Data, Dask and Arrow on real local clusters, in a venv of their own (no TensorFlow).
+# Ray Data, Dask and Arrow on real local clusters, in a venv of their own (no TensorFlow);
+# s3:// reads and writes on the clusters go to a moto_server the suite starts on 127.0.0.1.
 CLUSTER_VENV := .venv-cluster
 $(CLUSTER_VENV)/.installed: pyproject.toml tests/cluster/requirements.txt
 	$(PYTHON) -m venv $(CLUSTER_VENV)

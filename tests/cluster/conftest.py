@@ -1,7 +1,9 @@
 """Real local clusters for the scale-out suite (``make test-cluster``, in ``.venv-cluster``).
 
 One Ray instance (``ray.init(num_cpus=2)``) and one Dask ``LocalCluster`` (two worker
-processes) serve the whole session: starting them is the slow part of the suite.
+processes) serve the whole session: starting them is the slow part of the suite. The
+``s3://`` tests use a moto_server on 127.0.0.1 (``tests/_servers.py``, shared with
+``tests/cloud``), also one per session.
 Outside ``make test-cluster`` (which sets ``TFRECORD_LITE_CLUSTER=1``) the suite is not
 collected at all, so the default ``make test`` (no Ray, no Dask) never reports it as
 skipped.
