@@ -590,8 +590,13 @@ def test_wrong_compression_is_an_error_for_both(
     for actual in ("GZIP", "ZLIB"):
         path.write_bytes(tf_files[actual][0])
         assert tf_outcome(path, "").tf_kind() == ("corrupted", 0)
-        ours = our_outcome(path, None)
+        # "" insists on an uncompressed file, as in TensorFlow.
+        ours = our_outcome(path, "")
         assert isinstance(ours.error, tfr.CorruptRecordError) and ours.error.offset == 0
+        assert f"compression_type={actual!r}".replace("'", '"') in str(ours.error)
+        # None detects the compression in every reader (docs/tensorflow-behaviour.md).
+        detected = our_outcome(path, None)
+        assert detected.records == tf_files[actual][1] and detected.error is None
 
 
 # --------------------------------------------------------------------------- the Python API
