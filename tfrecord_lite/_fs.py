@@ -53,6 +53,7 @@ __all__ = [
     "bind",
     "exists",
     "filesystem",
+    "fsync_directory",
     "head",
     "is_url",
     "isdir",
@@ -650,7 +651,9 @@ def temp_name(path: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(path)), tmp)
 
 
-def _fsync_directory(path: str) -> None:
+def fsync_directory(path: str) -> None:
+    """Make a rename in local directory ``path`` durable (best effort: not every OS can open a
+    directory)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -688,7 +691,7 @@ def open_write(path: str, *, atomic: bool = False, append: bool = False) -> Outp
                     with contextlib.suppress(OSError):
                         os.unlink(tmp)
                     raise
-                _fsync_directory(os.path.dirname(os.path.abspath(path)))
+                fsync_directory(os.path.dirname(os.path.abspath(path)))
 
             def discard() -> None:
                 f.close()

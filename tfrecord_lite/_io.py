@@ -661,20 +661,6 @@ def _remove_quietly(path: Union[str, _fs.Output]) -> None:
         os.unlink(path)
 
 
-def _fsync_directory(path: str) -> None:
-    """Make a rename in ``path`` durable (best effort: not every OS can open a directory)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _commit(tmp: Union[str, _fs.Output], final: str, ok: bool) -> None:
     """Rename a finished temporary file onto its final path, or remove it."""
     if isinstance(tmp, _fs.Output):  # an upload: completed, or aborted
@@ -691,7 +677,7 @@ def _commit(tmp: Union[str, _fs.Output], final: str, ok: bool) -> None:
     except BaseException:
         _remove_quietly(tmp)
         raise
-    _fsync_directory(os.path.dirname(os.path.abspath(final)))
+    _fs.fsync_directory(os.path.dirname(os.path.abspath(final)))
 
 
 def _copy_for_append(
