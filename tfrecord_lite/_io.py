@@ -870,7 +870,40 @@ def _read_blocks(f: IO[bytes], size: int, expected: Optional[int] = None) -> Ite
         yield block
 
 
-class TFRecordReader:
+class _ListHandout:
+    """``next()`` for the readers: records come from the current list a decoder produced.
+
+    A subclass sets ``_batch``, ``_pos``, ``_closed``, ``_lock``, ``path`` and ``index``
+    and provides :meth:`_next_list`.
+    """
+
+    _batch: list[bytes]
+    _pos: int
+    _closed: bool
+    _lock: threading.RLock
+    path: Optional[str]
+    index: int
+
+    def _next_list(self) -> list[bytes]:
+        """The next non-empty list of records (``StopIteration`` when there is none)."""
+        raise NotImplementedError
+
+    def __next__(self) -> bytes:
+        with self._lock:
+            pos = self._pos
+            if pos < len(self._batch):
+                self._pos = pos + 1
+                self.index += 1
+                return self._batch[pos]
+            if self._closed:
+                raise ClosedError("Reader is closed.", path=self.path)
+            batch = self._next_list()
+            self._batch, self._pos = batch, 1
+            self.index += 1
+            return batch[0]
+
+
+class TFRecordReader(_ListHandout):
     """Read the records of one or more TFRecord files, as ``bytes``.
 
     >>> with TFRecordReader("data/train-*.tfrecord") as reader:   # doctest: +SKIP
@@ -957,24 +990,13 @@ class TFRecordReader:
     def __iter__(self) -> Iterator[bytes]:
         return self
 
-    def __next__(self) -> bytes:
-        with self._lock:
-            pos = self._pos
-            if pos < len(self._batch):
-                self._pos = pos + 1
-                self.index += 1
-                return self._batch[pos]
-            if self._closed:
-                raise ClosedError("Reader is closed.", path=self.path)
-            if self._gen is None:
-                self._gen = self._batches()
-            while True:
-                batch = next(self._gen)  # StopIteration ends the iteration
-                if batch:
-                    break
-            self._batch, self._pos = batch, 1
-            self.index += 1
-            return batch[0]
+    def _next_list(self) -> list[bytes]:
+        if self._gen is None:
+            self._gen = self._batches()
+        while True:
+            batch = next(self._gen)  # StopIteration ends the iteration
+            if batch:
+                return batch
 
     def _skipped(self, report: SkipReport) -> None:
         self.skipped.append(report)
@@ -1297,7 +1319,7 @@ def tf_record_iterator(
     return RecordIterator(reader)
 
 
-class RecordIterator:
+class RecordIterator(_ListHandout):
     """The iterator :func:`tf_record_iterator` returns: it keeps its read offset.
 
     ``next()`` returns the next record; ``StopIteration`` at the end of the file
@@ -1324,21 +1346,7 @@ class RecordIterator:
     def __iter__(self) -> RecordIterator:
         return self
 
-    def __next__(self) -> bytes:
-        with self._lock:
-            pos = self._pos
-            if pos < len(self._batch):
-                self._pos = pos + 1
-                self.index += 1
-                return self._batch[pos]
-            if self._closed:
-                raise ClosedError("Reader is closed.", path=self.path)
-            batch = self._fill()
-            self._batch, self._pos = batch, 1
-            self.index += 1
-            return batch[0]
-
-    def _fill(self) -> list[bytes]:
+    def _next_list(self) -> list[bytes]:
         """The next non-empty list of records; StopIteration at the end (for now)."""
         while True:
             last = self._next_file >= len(self._files)
