@@ -349,7 +349,11 @@ def render_entry(qual: str, obj: Any, module: str) -> str:
     if doc:
         out.append(_block("text", doc))
     if inspect.isclass(obj):
-        protocols = [use for dunder, use in PROTOCOLS.items() if dunder in vars(obj)]
+        # The package's own classes, a private base's methods included.
+        own = [c for c in obj.__mro__ if c.__module__.startswith("tfrecord_lite")]
+        protocols = [
+            use for dunder, use in PROTOCOLS.items() if any(dunder in vars(c) for c in own)
+        ]
         if protocols:
             out.append("Supports " + ", ".join(protocols) + ".\n")
         attributes = _attributes(obj)
