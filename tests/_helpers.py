@@ -16,6 +16,24 @@ import tfrecord_lite as tfr
 #: What hostile input may raise: the library's errors, or ValueError / TypeError.
 ALLOWED = (tfr.TFRecordError, ValueError, TypeError)
 
+#: Every NumPy dtype TensorFlow's TensorProto has (serialize_tensor / parse_tensor).
+TENSOR_DTYPES = [
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
+]
+
 
 def varint(n: int) -> bytes:
     """Protobuf varint of ``n`` (negative ints as their 64-bit two's complement)."""

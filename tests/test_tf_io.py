@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _helpers import TENSOR_DTYPES
 
 import tfrecord_lite as tfr
 from tfrecord_lite import tensor_pb2
@@ -50,25 +51,7 @@ def test_serialize_tensor_golden(value: np.ndarray, golden: bytes) -> None:
     assert back.tolist() == value.tolist()
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [
-        np.bool_,
-        np.int8,
-        np.int16,
-        np.int32,
-        np.int64,
-        np.uint8,
-        np.uint16,
-        np.uint32,
-        np.uint64,
-        np.float16,
-        np.float32,
-        np.float64,
-        np.complex64,
-        np.complex128,
-    ],
-)
+@pytest.mark.parametrize("dtype", TENSOR_DTYPES)
 @pytest.mark.parametrize("shape", [(), (0,), (4,), (2, 3), (3, 0, 2)])
 def test_round_trip_every_dtype(dtype: Any, shape: tuple[int, ...]) -> None:
     arr = (np.arange(int(np.prod(shape))) % 7).astype(dtype).reshape(shape)

@@ -25,25 +25,12 @@ import pytest
 tf: Any = pytest.importorskip("tensorflow")
 Image = pytest.importorskip("PIL.Image")
 
+from _helpers import TENSOR_DTYPES  # noqa: E402
+
 import tfrecord_lite as tfr  # noqa: E402
 from tfrecord_lite._decode import JPEG_MAX_DIFF  # noqa: E402
 
-DTYPES = [
-    np.bool_,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.float16,
-    np.float32,
-    np.float64,
-    np.complex64,
-    np.complex128,
-]
+DTYPES = TENSOR_DTYPES
 SHAPES = [(), (0,), (3,), (2, 3), (0, 3), (2, 1, 4)]
 
 
