@@ -267,6 +267,55 @@ def test_every_varint_width_in_any_key_order(value: int) -> None:
     assert cols["y"].values.tolist() == [0.5] * 40
 
 
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 300, 2000]))
+def test_a_batch_read_window_by_window_equals_the_generic_path(
+    seed: int, window: int, monkeypatch: Any
+) -> None:
+    # Batches bigger than WINDOW_BYTES are extracted a window of records at a time.
+    monkeypatch.setattr(_fastparse, "WINDOW_BYTES", window)
+    rng = random.Random(seed)
+    keys = dict(rng.sample(sorted(KEYS.items()), rng.randint(1, len(KEYS))))
+    records = _records(rng, 60, keys, messy=rng.random() < 0.5)
+    specs = _specs(rng, keys)
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+
+
+def test_big_records_in_a_batch_of_1024_equal_the_generic_path(monkeypatch: Any) -> None:
+    # ImageNet-like: a large JPEG-sized bytes value per record, over several windows;
+    # records of two layouts (key orders), and one the generic path must read.
+    rng = random.Random(5)
+    records = []
+    for i in range(1024):
+        entries = [
+            _entry(
+                b"image/encoded", "bytes", [rng.randbytes(rng.randrange(8000, 12000))], "packed"
+            ),
+            _entry(b"image/class/label", "int", [i * 37], "packed"),
+            _entry(b"image/format", "bytes", [b"jpeg"], "packed"),
+        ]
+        if i % 3 == 0:
+            entries.reverse()
+        records.append(ld(1, b"".join(entries)))
+    records[700] += ld(1, _entry(b"image/class/label", "int", [1], "packed"))  # merged
+    assert sum(map(len, records)) > _fastparse.WINDOW_BYTES
+    specs = {
+        "image/encoded": tfr.FixedLenFeature([], tfr.string),
+        "image/format": tfr.FixedLenFeature([], tfr.string),
+        "image/class/label": tfr.FixedLenFeature([], tfr.int64),
+    }
+    plan = _parse.compile_features(specs)
+    handled, _ = _fastparse.extract(records, plan.needed, plan.table)  # type: ignore[misc]
+    assert handled.sum() == 1023 and not handled[700]
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+    assert fast[1]["image/class/label"][699] == 699 * 37
+    assert fast[1]["image/class/label"][700] == 1
+
+
 def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
     needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
     table = _fastparse.KeyTable(needed)

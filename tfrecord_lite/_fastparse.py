@@ -49,6 +49,9 @@ __all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
 
 #: Below this many records the generic path is as fast.
 MIN_BATCH = 8
+#: Bytes of records joined into one buffer at most (a batch of bigger records is
+#: extracted a window of records at a time; a single bigger record on its own).
+WINDOW_BYTES = 8 << 20
 #: Zero bytes after the records: lets varint reads run past a record's end safely.
 _PAD = 16
 
@@ -779,16 +782,18 @@ class _Layout(NamedTuple):
     regions: dict[str, tuple[Optional[str], list[tuple[int, int]]]]
 
 
-def _layout(record: bytes) -> _Layout:
-    """Parse one record fully, recording which bytes are structure and which are values.
+_Regions = dict[str, tuple[Optional[str], list[tuple[int, int]]]]
 
-    Two records of the same length whose structural bytes are equal parse along
-    exactly the same path (every decision is made from those bytes), so their
-    values sit at the same offsets.
+
+def _regions(record: bytes) -> _Regions:
+    """Parse one record fully: per key, its kind and the (start, length) of each payload.
+
+    A payload is a BytesList item or the one packed chunk of a number list; an
+    empty ``Feature()`` has kind None. Raises :class:`_GiveUp` on anything this
+    module leaves to the generic path (see the module docstring).
     """
     end = len(record)
-    is_value = np.zeros(end, dtype=bool)
-    regions: dict[str, tuple[Optional[str], list[tuple[int, int]]]] = {}
+    regions: _Regions = {}
     if end:
         if record[0] != 0x0A:
             raise _GiveUp
@@ -831,16 +836,30 @@ def _layout(record: bytes) -> _Layout:
                 if pos + ilen > lend:
                     raise _GiveUp
                 items.append((pos, ilen))
-                is_value[pos : pos + ilen] = True
                 pos += ilen
             if kind != "bytes_list" and len(items) > 1:
                 raise _GiveUp  # several packed chunks
             if kind == "float_list" and items and items[0][1] % 4:
                 raise _GiveUp
             regions[key] = (kind, items)
+    return regions
+
+
+def _layout(record: bytes) -> _Layout:
+    """Parse one record fully, recording which bytes are structure and which are values.
+
+    Two records of the same length whose structural bytes are equal parse along
+    exactly the same path (every decision is made from those bytes), so their
+    values sit at the same offsets.
+    """
+    regions = _regions(record)
+    is_value = np.zeros(len(record), dtype=bool)
+    for _, items in regions.values():
+        for pos, ilen in items:
+            is_value[pos : pos + ilen] = True
     struct = np.flatnonzero(~is_value)
     template = np.frombuffer(record, dtype=np.uint8)[struct]
-    return _Layout(end, struct, template, regions)
+    return _Layout(len(record), struct, template, regions)
 
 
 def _layout_columns(
@@ -933,9 +952,47 @@ def extract(
     n = len(records)
     if n < MIN_BATCH or not enabled():
         return None
+    if table is None:
+        table = KeyTable(needed)
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=n)
+    if int(lengths.sum()) <= WINDOW_BYTES:
+        return _extract_window(records, lengths, needed, table)
+    # Big records: walk the batch a window of records at a time, so the joined
+    # buffer stays small (and is reused by the allocator, not faulted in afresh).
+    ends = np.cumsum(lengths)
+    cuts = [0]
+    while cuts[-1] < n:
+        base = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
+        cut = int(np.searchsorted(ends, base + WINDOW_BYTES, side="right"))
+        cuts.append(min(n, max(cut, cuts[-1] + 1)))
+    handled = np.zeros(n, dtype=bool)
+    found: list[dict[str, FastColumn]] = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = _extract_window(records[a:b], lengths[a:b], needed, table)
+        if part is not None:
+            handled[a:b] = part[0]
+            found.append(part[1])
+    if not found:
+        return None
+    if len(found) == 1:
+        return handled, found[0]
+    return handled, {
+        name: FastColumn(
+            np.concatenate([cols[name].present for cols in found]),
+            np.concatenate([cols[name].counts for cols in found]),
+            np.concatenate([cols[name].values for cols in found]),
+        )
+        for name in needed
+    }
+
+
+def _extract_window(
+    records: Sequence[bytes], lengths: np.ndarray, needed: Mapping[str, DType], table: KeyTable
+) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
+    """:func:`extract` of records joined into one buffer."""
+    n = len(records)
     buf = b"".join([*records, bytes(_PAD)])
     data = np.frombuffer(buf, dtype=np.uint8)
-    lengths = np.fromiter(map(len, records), dtype=np.int64, count=n)
     ends = np.cumsum(lengths)
     starts = ends - lengths
     handled = np.zeros(n, dtype=bool)
@@ -953,8 +1010,6 @@ def extract(
             parts.append(found)
     # 2. The rest: the entry walk, whatever their layouts.
     rest = np.flatnonzero(~handled)
-    if table is None:
-        table = KeyTable(needed)
     if len(rest) and table.usable:
         ok, cols = _walk(buf, data, starts[rest], ends[rest], table, needed)
         if ok.any():
