@@ -124,6 +124,58 @@ def test_iterator_over_several_files_and_file_objects(tmp_path: pathlib.Path) ->
 # --------------------------------------------------------------------------- compression=None
 
 
+@pytest.mark.parametrize("make", ["iterator", "reader"])
+def test_for_loops_and_next_share_one_position(tmp_path: pathlib.Path, make: str) -> None:
+    # ``for`` runs over the lists the decoder makes; breaking out, next() and a
+    # second loop go on from the same record, and ``index`` counts what was handed out.
+    records = [b"r%d" % i for i in range(300)]
+    paths = []
+    for k in range(2):
+        paths.append(os.fspath(tmp_path / f"f{k}.tfrecord"))
+        with tfr.TFRecordWriter(paths[-1]) as w:
+            w.write_all(records[k * 150 : (k + 1) * 150])
+    it = (
+        tfr.tf_record_iterator(paths)
+        if make == "iterator"
+        else tfr.TFRecordReader(paths, buffer_size=100)
+    )
+    got = []
+    for rec in it:
+        got.append(rec)
+        assert it.index == len(got)
+        if len(got) == 7:
+            break
+    assert it.index == 7 and it.path == paths[0]
+    got.append(next(it))
+    assert it.index == 8
+    for rec in it:
+        got.append(rec)
+        if len(got) == 160:
+            assert it.path == paths[1] and it.index == 10
+            break
+    got.extend(it)
+    assert got == records
+    assert it.index == 150 and it.path == paths[1]
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_closing_a_reader_stops_a_loop_over_it(tmp_path: pathlib.Path) -> None:
+    path = os.fspath(tmp_path / "f.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        w.write_all([b"x" * 10] * 1000)
+    reader = tfr.TFRecordReader(path)
+    n = 0
+    with pytest.raises(tfr.ClosedError):
+        for _ in reader:
+            n += 1
+            if n == 5:
+                reader.close()
+    assert n == 5
+    with pytest.raises(tfr.ClosedError):
+        next(reader)
+
+
 def test_none_means_detect_in_every_reader(tmp_path: pathlib.Path) -> None:
     fn = os.fspath(tmp_path / "g.tfrecord")
     with tfr.TFRecordWriter(fn, "GZIP") as w:

@@ -29,6 +29,7 @@ import threading
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import length_hint
 from typing import IO, Any, Callable, Optional, Union
 
 from . import _fs
@@ -870,37 +871,89 @@ def _read_blocks(f: IO[bytes], size: int, expected: Optional[int] = None) -> Ite
         yield block
 
 
-class _ListHandout:
-    """``next()`` for the readers: records come from the current list a decoder produced.
+_EXHAUSTED: Iterator[bytes] = iter(())
 
-    A subclass sets ``_batch``, ``_pos``, ``_closed``, ``_lock``, ``path`` and ``index``
-    and provides :meth:`_next_list`.
+
+class _ListHandout:
+    """``next()`` and ``for`` for the readers: records come from the current list a decoder made.
+
+    The records of the current list are handed out by one shared list iterator
+    (``_it``), whose ``next()`` is atomic: threads sharing a reader each get
+    different records, and a ``for`` loop runs at C speed (``iter()`` returns a
+    chain over the lists, not ``self``). :attr:`index` is derived from how far
+    that iterator has gone, so nothing is counted per record.
+
+    A subclass sets ``_closed``, ``_lock``, ``path`` and ``index`` (after calling
+    :meth:`_init_handout`) and provides :meth:`_next_list`.
     """
 
     _batch: list[bytes]
-    _pos: int
+    _it: Iterator[bytes]
+    _base: int
     _closed: bool
     _lock: threading.RLock
     path: Optional[str]
-    index: int
+
+    def _init_handout(self) -> None:
+        self._batch = []  # the decoder's current list ...
+        self._it = _EXHAUSTED  # ... handed out by this iterator
+        self._base = 0  # records of this file before ``_batch``
 
     def _next_list(self) -> list[bytes]:
         """The next non-empty list of records (``StopIteration`` when there is none)."""
         raise NotImplementedError
 
-    def __next__(self) -> bytes:
+    @property
+    def index(self) -> int:
+        """Records handed out from :attr:`path` so far."""
+        return self._base + len(self._batch) - length_hint(self._it)
+
+    @index.setter
+    def index(self, value: int) -> None:
+        self._base = value - len(self._batch) + length_hint(self._it)
+
+    def _refill(self, spent: Iterator[bytes]) -> Iterator[bytes]:
+        """The list iterator to take records from once ``spent`` ran out.
+
+        ``StopIteration`` at the end; ``ClosedError`` after :meth:`close`.
+        """
         with self._lock:
-            pos = self._pos
-            if pos < len(self._batch):
-                self._pos = pos + 1
-                self.index += 1
-                return self._batch[pos]
+            if self._it is not spent:  # another thread got the next list meanwhile
+                return self._it
             if self._closed:
                 raise ClosedError("Reader is closed.", path=self.path)
-            batch = self._next_list()
-            self._batch, self._pos = batch, 1
-            self.index += 1
-            return batch[0]
+            self._base += len(self._batch)
+            self._batch, self._it = [], _EXHAUSTED
+            batch = self._next_list()  # may open the next file (and set index to 0)
+            self._batch, self._it = batch, iter(batch)
+            return self._it
+
+    def _drop_list(self) -> None:
+        """Forget the current list (on close): loops running over it stop at once."""
+        it = self._it
+        self._base += len(self._batch) - length_hint(it)
+        self._batch, self._it = [], _EXHAUSTED
+        for _ in it:  # a ``for`` loop elsewhere holds it: exhaust it
+            pass
+
+    def _lists(self) -> Iterator[Iterator[bytes]]:
+        it = self._it
+        while True:
+            yield it
+            try:
+                it = self._refill(it)
+            except StopIteration:
+                return
+
+    def __iter__(self) -> Iterator[bytes]:
+        return itertools.chain.from_iterable(self._lists())
+
+    def __next__(self) -> bytes:
+        it = self._it
+        while True:
+            for record in it:
+                return record
+            it = self._refill(it)  # StopIteration ends the iteration
 
 
 class TFRecordReader(_ListHandout):
@@ -972,13 +1025,11 @@ class TFRecordReader(_ListHandout):
         self.verify = verify
         self.buffer_size = buffer_size or READ_BLOCK_SIZE
         self.path: Optional[str] = None
-        self.index = 0
+        self._init_handout()
         #: Every stretch skipped so far (``on_error`` "skip" or "stop"), in order.
         self.skipped: list[SkipReport] = []
         self._on_skip = on_skip
         self._gen: Optional[Iterator[list[bytes]]] = None
-        self._batch: list[bytes] = []  # the decoder's current list, handed out from _pos
-        self._pos = 0
         self._closed = False
         self._lock = threading.RLock()
 
@@ -986,9 +1037,6 @@ class TFRecordReader(_ListHandout):
     def bytes_skipped(self) -> int:
         """Total bytes skipped so far (stretches of unknown length count as 0)."""
         return sum(r.length or 0 for r in self.skipped)
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
 
     def _next_list(self) -> list[bytes]:
         if self._gen is None:
@@ -1024,7 +1072,7 @@ class TFRecordReader(_ListHandout):
         """Stop reading and close the current file. Idempotent."""
         with self._lock:
             self._closed = True
-            self._batch, self._pos = [], 0
+            self._drop_list()
             if self._gen is not None:
                 gen, self._gen = self._gen, None
                 gen.close()  # type: ignore[attr-defined]
@@ -1331,8 +1379,7 @@ class RecordIterator(_ListHandout):
         self._reader = reader
         self._files = list(reader.files)
         self._next_file = 0
-        self._batch: list[bytes] = []
-        self._pos = 0
+        self._init_handout()
         self._tail: Optional[_PlainTail] = None
         self._stream: Optional[Iterator[list[bytes]]] = None
         self._error: Optional[BaseException] = None
@@ -1340,11 +1387,6 @@ class RecordIterator(_ListHandout):
         self._lock = threading.RLock()
         #: The file being read.
         self.path: Optional[str] = None
-        #: Records returned from :attr:`path` so far.
-        self.index = 0
-
-    def __iter__(self) -> RecordIterator:
-        return self
 
     def _next_list(self) -> list[bytes]:
         """The next non-empty list of records; StopIteration at the end (for now)."""
@@ -1425,7 +1467,7 @@ class RecordIterator(_ListHandout):
         """Close the file being read. Idempotent; ``next()`` then raises ``ClosedError``."""
         with self._lock:
             self._closed = True
-            self._batch, self._pos = [], 0
+            self._drop_list()
             tail, self._tail = self._tail, None
             stream, self._stream = self._stream, None
             if tail is not None:
