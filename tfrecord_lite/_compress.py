@@ -50,18 +50,33 @@ start, the bytes already handed out are dropped, and zlib's own checks and error
 messages decide. Other streams use zlib-ng (when installed) or zlib.
 Decompression is always bounded: at most :data:`INFLATE_CHUNK` output bytes per
 call, whatever the input claims.
+
+Inflating ahead: every backend's inflater lets other threads run while it works,
+so a compressed stream of at least :data:`AHEAD_MIN_BYTES` (or of unknown size)
+is read and inflated in a background thread (:func:`inflate_ahead`) while the
+caller frames and checks the records already inflated, on machines with more
+than one core. The thread holds at most :data:`AHEAD_DEPTH` inflated chunks
+(each at most :data:`INFLATE_CHUNK` bytes) that the reader has not taken yet,
+so memory stays flat and decompression stays bounded. Records, errors and their
+positions are the same as inflating inline: the thread's exception is raised in
+the reader. Closing the reader (or dropping it) stops and joins the thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
+import threading
 import zlib
 from collections.abc import Generator, Iterator
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from ._errors import CompressionError
 
 __all__ = [
+    "AHEAD_DEPTH",
+    "AHEAD_MIN_BYTES",
     "BACKEND_ORDER",
     "ENV_VAR",
     "INFLATE_CHUNK",
@@ -73,6 +88,7 @@ __all__ = [
     "configured_backend",
     "deflate_backend",
     "inflate",
+    "inflate_ahead",
     "inflate_backend",
     "isal_level",
 ]
@@ -480,3 +496,157 @@ def _salvage(z: Any, data: bytes, error: Any, skip: int) -> Generator[bytes, Non
             yield out
         pos += len(piece) - len(z.unconsumed_tail)
     return pos
+
+
+# --------------------------------------------------------------------------- inflating ahead
+
+#: Compressed streams at least this big (or of unknown size) are inflated in a thread.
+AHEAD_MIN_BYTES = 512 * 1024
+#: Inflated chunks the background thread may hold that the reader has not taken yet.
+AHEAD_DEPTH = 4
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def ahead_pays(compressed_size: Optional[int]) -> bool:
+    """Whether a stream of ``compressed_size`` bytes (None: unknown) is inflated in a thread."""
+    if AHEAD_DEPTH < 1 or _cores() < 2:
+        return False
+    return compressed_size is None or compressed_size >= AHEAD_MIN_BYTES
+
+
+class _Failed:
+    """The background thread's exception, queued after the chunks before it."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_END = _Failed(StopIteration())  # queued when the stream ended normally
+
+
+def _produce(
+    source: Iterator[bytes], q: queue.Queue[Union[bytes, _Failed]], stop: threading.Event
+) -> None:
+    """The background thread of :class:`ReadAhead`: ``source``'s chunks, then its end."""
+    end: _Failed = _END
+    try:
+        for chunk in source:
+            q.put(chunk)
+            if stop.is_set():
+                return
+    except BaseException as err:  # handed to the reader, raised there
+        end = _Failed(err)
+    finally:
+        close = getattr(source, "close", None)
+        try:
+            if close is not None:
+                close()
+        except BaseException as err:  # pragma: no cover - a generator's own cleanup
+            if end is _END:
+                end = _Failed(err)
+    if not stop.is_set():
+        q.put(end)
+
+
+class ReadAhead:
+    """The chunks of an iterator, produced by a background thread ahead of the reader.
+
+    At most :data:`AHEAD_DEPTH` chunks wait in the queue; an exception the
+    iterator raises is raised by :meth:`__next__` after the chunks before it.
+    :meth:`close` (also on garbage collection) stops and joins the thread, which
+    closes the iterator in that thread. Iterating goes on in the thread that
+    created the object; the source must not be touched by anyone else meanwhile.
+    """
+
+    def __init__(self, source: Iterator[bytes], depth: int = AHEAD_DEPTH) -> None:
+        self._queue: queue.Queue[Union[bytes, _Failed]] = queue.Queue(max(1, depth))
+        self._stop = threading.Event()
+        self._done = False
+        # The thread gets the queue and the event, not ``self``: a reader that is
+        # dropped unclosed is collected, and its __del__ stops the thread.
+        self._thread = threading.Thread(
+            target=_produce,
+            args=(source, self._queue, self._stop),
+            name="tfrecord_lite-inflate",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def __iter__(self) -> ReadAhead:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._done:
+            raise StopIteration
+        get = self._queue.get
+        while True:
+            try:
+                item = get(timeout=1.0)
+                break
+            except queue.Empty:
+                if not self._thread.is_alive() and self._queue.empty():
+                    # Only after a fork: the child has no copy of the thread.
+                    self._done = True
+                    raise RuntimeError(
+                        "this GZIP/ZLIB reader was started in another process (before a "
+                        "fork): its inflating thread is not in this one; open the file "
+                        "again in this process"
+                    ) from None
+        if type(item) is _Failed:
+            self._done = True
+            self._thread.join()
+            if item is _END:
+                raise StopIteration
+            raise item.error
+        return item  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Stop the thread (it closes the source) and wait for it. Idempotent."""
+        self._done = True
+        self._stop.set()
+        thread = self._thread
+        if thread.ident is None or thread is threading.current_thread():
+            return
+        q = self._queue
+        while thread.is_alive():
+            try:  # make room: a put the thread is blocked in returns, it sees the stop
+                while True:
+                    q.get_nowait()
+            except queue.Empty:
+                pass
+            thread.join(0.05)
+        try:
+            while True:
+                q.get_nowait()  # drop the chunks nobody will read
+        except queue.Empty:
+            pass
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def inflate_ahead(
+    raw: Iterator[bytes],
+    compression: str,
+    path: Optional[str],
+    restart: Optional[Restart] = None,
+    compressed_size: Optional[int] = None,
+) -> Iterator[bytes]:
+    """:func:`inflate`, in a background thread when that pays (see :func:`ahead_pays`).
+
+    The result has ``close()``: call it before closing the file ``raw`` reads,
+    so the thread has stopped reading it.
+    """
+    chunks = inflate(raw, compression, path, restart)
+    if not ahead_pays(compressed_size):
+        return chunks
+    return ReadAhead(chunks)

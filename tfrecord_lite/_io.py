@@ -37,6 +37,7 @@ from ._compress import INFLATE_CHUNK as INFLATE_CHUNK  # bounds every inflate ca
 from ._compress import StreamEnd as _StreamEnd
 from ._compress import compressobj
 from ._compress import inflate as _inflate
+from ._compress import inflate_ahead as _inflate_ahead
 from ._crc import crc32c, mask
 from ._errors import (
     ClosedError,
@@ -1171,6 +1172,7 @@ def _read_batches(
         if owns
         else source  # type: ignore[assignment]
     )
+    inflating: Optional[Iterator[bytes]] = None  # stopped before the file is closed
     try:
         stream_size = _remaining_size(f) if owns else None
         base = _start_position(f)
@@ -1190,7 +1192,10 @@ def _read_batches(
             # A local file can be read again from any offset: that lets the fast
             # inflater (ISA-L, which cannot be copied) salvage records before damage.
             restart = None if base is None else _rereader(f, base, buffer_size)
-            chunks = _inflate(chunks, compression, path, restart)
+            # A big stream is read and inflated in a background thread, ahead of the
+            # framing below (the thread owns ``f`` until ``inflating`` is closed).
+            size = stream_size if owns else _remaining_size(f)
+            chunks = inflating = _inflate_ahead(chunks, compression, path, restart, size)
             stream_size = None
         decoder = RecordDecoder(
             verify=verify,
@@ -1254,6 +1259,7 @@ def _read_batches(
                 raise err.with_location(path=path) from None
             raise
     finally:
+        _close_quietly(inflating)
         if owns:
             f.close()
 

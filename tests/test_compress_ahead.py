@@ -1,0 +1,291 @@
+"""Inflating ahead in a background thread (``_compress.ReadAhead`` / ``inflate_ahead``).
+
+The threaded path must give the same records, errors and error positions as
+inflating inline, hold a bounded number of chunks, and never leave its thread
+running: after the end, an error, an early close, an abandoned reader or a
+KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import pathlib
+import threading
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tfrecord_lite as tfr
+from tfrecord_lite import _compress
+
+ENV = _compress.ENV_VAR
+BACKENDS = _compress.available_deflate_backends()
+THREAD = "tfrecord_lite-inflate"
+
+
+def inflating_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == THREAD]
+
+
+def no_thread_left() -> bool:
+    """True once no inflating thread runs (close() joins; this only guards the assertion)."""
+    gc.collect()
+    return not inflating_threads()
+
+
+@pytest.fixture
+def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every compressed stream is inflated ahead, whatever its size and the core count."""
+    monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
+    monkeypatch.setattr(_compress, "_cores", lambda: 2)
+
+
+def inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_compress, "AHEAD_DEPTH", 0)
+
+
+def records_for(n: int, seed: int = 3) -> list[bytes]:
+    rng = __import__("random").Random(seed)
+    words = [bytes(rng.choice(b"abcdefgh") for _ in range(rng.randint(2, 9))) for _ in range(50)]
+    return [b" ".join(rng.choice(words) for _ in range(rng.randint(0, 400))) for _ in range(n)]
+
+
+def write(path: pathlib.Path, records: list[bytes], compression: str) -> bytes:
+    with tfr.TFRecordWriter(path, compression) as w:
+        w.write_all(records)
+    return path.read_bytes()
+
+
+def outcome(path: Any, compression: str = "auto", **kw: Any) -> tuple[list[bytes], Any]:
+    got: list[bytes] = []
+    try:
+        for r in tfr.tf_record_iterator(path, compression, **kw):
+            got.append(r)
+    except tfr.TFRecordError as err:
+        return got, (type(err).__name__, str(err), err.path, err.offset, err.index)
+    return got, None
+
+
+# --------------------------------------------------------------------------- ReadAhead itself
+
+
+def test_read_ahead_hands_out_every_chunk_in_order() -> None:
+    chunks = [bytes([i]) * (i + 1) for i in range(50)]
+    ahead = _compress.ReadAhead(iter(chunks), depth=3)
+    assert list(ahead) == chunks
+    assert list(ahead) == []  # ended: stays ended
+    assert no_thread_left()
+
+
+def test_read_ahead_holds_at_most_depth_chunks() -> None:
+    produced = 0
+
+    def source() -> Iterator[bytes]:
+        nonlocal produced
+        while True:
+            produced += 1
+            yield b"x" * 1000
+
+    depth = 3
+    ahead = _compress.ReadAhead(source(), depth=depth)
+    # Wait until the queue is full: the thread is then blocked handing over one more.
+    for _ in range(2000):
+        if ahead._queue.full():
+            break
+        threading.Event().wait(0.005)
+    assert ahead._queue.full()
+    assert produced <= depth + 1
+    assert next(ahead) == b"x" * 1000
+    ahead.close()
+    assert not ahead._thread.is_alive()
+    with pytest.raises(StopIteration):
+        next(ahead)  # closed: ends
+    assert no_thread_left()
+
+
+def test_read_ahead_raises_the_sources_exception_after_its_chunks() -> None:
+    closed = []
+
+    def source() -> Iterator[bytes]:
+        try:
+            yield b"a"
+            yield b"b"
+            raise tfr.CompressionError("damaged here", path="p", offset=7)
+        finally:
+            closed.append(threading.current_thread().name)
+
+    ahead = _compress.ReadAhead(source())
+    assert next(ahead) == b"a"
+    assert next(ahead) == b"b"
+    with pytest.raises(tfr.CompressionError, match="damaged here") as info:
+        next(ahead)
+    assert info.value.path == "p" and info.value.offset == 7
+    assert closed == [THREAD]  # the generator was finished in its own thread
+    assert no_thread_left()
+
+
+def test_read_ahead_forwards_a_keyboard_interrupt_from_the_source() -> None:
+    def source() -> Iterator[bytes]:
+        yield b"a"
+        raise KeyboardInterrupt
+
+    ahead = _compress.ReadAhead(source())
+    assert next(ahead) == b"a"
+    with pytest.raises(KeyboardInterrupt):
+        next(ahead)
+    assert no_thread_left()
+
+
+def test_read_ahead_close_stops_a_blocked_thread_and_closes_the_source() -> None:
+    closed = threading.Event()
+
+    def source() -> Iterator[bytes]:
+        try:
+            while True:
+                yield b"y" * 100
+        finally:
+            closed.set()
+
+    ahead = _compress.ReadAhead(source(), depth=1)
+    assert next(ahead) == b"y" * 100
+    ahead.close()
+    ahead.close()  # idempotent
+    assert closed.is_set()
+    assert no_thread_left()
+
+
+def test_read_ahead_dropped_unread_stops_its_thread() -> None:
+    def source() -> Iterator[bytes]:
+        while True:
+            yield b"z"
+
+    ahead = _compress.ReadAhead(source(), depth=2)
+    thread = ahead._thread
+    del ahead
+    gc.collect()
+    assert not thread.is_alive()
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_threaded_reads_equal_inline_reads(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, threaded: None, compression: str
+) -> None:
+    records = records_for(3000)
+    path = tmp_path / "f.tfrecord"
+    blob = write(path, records, compression)
+    assert list(tfr.iter_records(zlib.decompress(blob, 47))) == records  # zlib's reading
+    for name in BACKENDS:
+        monkeypatch.setenv(ENV, name)
+        assert list(tfr.tf_record_iterator(path)) == records, name
+        assert list(tfr.TFRecordReader(io.BytesIO(blob), compression)) == records, name
+        ds = tfr.TFRecordDataset([str(path)] * 2, compression_type=compression)
+        assert list(ds) == records * 2, name
+    assert no_thread_left()
+
+
+def _damage(blob: bytes, where: float) -> bytes:
+    out = bytearray(blob)
+    i = int(len(out) * where)
+    out[i] ^= 0x5A
+    out[i + 1] ^= 0xA5
+    return bytes(out)
+
+
+@pytest.mark.parametrize("where", [0.01, 0.5, 0.97])
+def test_threaded_damage_and_truncation_are_reported_as_inline(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, where: float
+) -> None:
+    records = records_for(2500, seed=5)
+    good = write(tmp_path / "good.gz", records, "GZIP")
+    bad, cut = tmp_path / "bad.gz", tmp_path / "cut.gz"
+    bad.write_bytes(_damage(good, where))
+    cut.write_bytes(good[: int(len(good) * where)])
+    for name in BACKENDS:
+        monkeypatch.setenv(ENV, name)
+        for path in (bad, cut):
+            inline(monkeypatch)
+            expected = outcome(path)
+            assert expected[1] is not None
+            reports: list[Any] = []
+            expected_skip = outcome(path, on_error="skip", on_skip=reports.append)
+            monkeypatch.setattr(_compress, "AHEAD_DEPTH", 4)
+            monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
+            monkeypatch.setattr(_compress, "_cores", lambda: 2)
+            assert outcome(path) == expected, (name, path.name)
+            again: list[Any] = []
+            assert outcome(path, on_error="skip", on_skip=again.append) == expected_skip
+            assert [str(r) for r in again] == [str(r) for r in reports]
+    assert no_thread_left()
+
+
+def test_threads_end_when_readers_stop_early(tmp_path: pathlib.Path, threaded: None) -> None:
+    records = records_for(3000, seed=7)
+    path = tmp_path / "f.gz"
+    write(path, records, "GZIP")
+
+    # A generator closed after one record.
+    gen = tfr.read_records(path)
+    assert next(gen) == records[0]
+    assert inflating_threads()
+    gen.close()
+    assert no_thread_left()
+
+    # A reader abandoned mid-file (never closed, just dropped).
+    it = tfr.tf_record_iterator(path)
+    assert next(it) == records[0]
+    del it
+    assert no_thread_left()
+
+    # A with-block left by an exception, as Ctrl-C would leave it.
+    with pytest.raises(KeyboardInterrupt), tfr.TFRecordReader(path) as reader:
+        for i, record in enumerate(reader):
+            assert record == records[i]
+            if i == 10:
+                raise KeyboardInterrupt
+    assert no_thread_left()
+
+    # A consumer that breaks out of a for loop.
+    for record in tfr.TFRecordDataset(str(path), compression_type="GZIP"):
+        assert record == records[0]
+        break
+    assert no_thread_left()
+
+
+def test_threaded_reader_leaves_the_callers_file_at_rest(
+    tmp_path: pathlib.Path, threaded: None
+) -> None:
+    # The thread reads the caller's file object; once closed it has stopped touching it.
+    records = records_for(3000, seed=8)
+    path = tmp_path / "f.gz"
+    write(path, records, "GZIP")
+    with path.open("rb") as f:
+        gen = tfr.read_records(f, "GZIP")
+        assert next(gen) == records[0]
+        gen.close()
+        assert no_thread_left()
+        pos = f.tell()
+        threading.Event().wait(0.05)
+        assert f.tell() == pos
+
+
+def test_small_files_and_single_cores_stay_inline(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1) or _compress._cores() < 2
+    monkeypatch.setattr(_compress, "_cores", lambda: 2)
+    assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1)
+    assert _compress.ahead_pays(_compress.AHEAD_MIN_BYTES)
+    assert _compress.ahead_pays(None)  # unknown size (a stream): ahead
+    monkeypatch.setattr(_compress, "_cores", lambda: 1)
+    assert not _compress.ahead_pays(None)
+    assert not _compress.ahead_pays(10**9)
+    # The inline path is a plain generator, no thread behind it.
+    chunks = _compress.inflate_ahead(iter([zlib.compress(b"abc")]), "ZLIB", None, None, 10**9)
+    assert not isinstance(chunks, _compress.ReadAhead)
+    assert list(chunks) == [b"abc"]
