@@ -70,6 +70,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import example_pb2, feature_pb2
+from ._framing import HEADER_SIZE, RECORD_OVERHEAD, FramedRecords, encode_records, frame_rows
 from ._wire import (
     SMALL_VARINT_LIMIT,
     SMALL_VARINTS,
@@ -968,6 +969,13 @@ def _make_column(name: str, values: Any, n: int) -> _Column:
     return _generic_column(where, name, values, n)
 
 
+def _columns(columns: Mapping[str, Any], n: int) -> list[_Column]:
+    if n < 0:
+        raise ValueError(f"number of records must be >= 0, got {n}")
+    columns = _check_mapping("columns", columns)
+    return [_make_column(_check_key(k), v, n) for k, v in columns.items()]
+
+
 def _encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
     """Serialize ``n`` Examples from columns: record ``i`` holds ``{k: columns[k][i]}``.
 
@@ -982,32 +990,73 @@ def _encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
     Fast layouts: numeric arrays, :func:`bytes_rows` views, lists of ``bytes``,
     lists of ``int`` / ``float``. Anything else is converted record by record.
     """
-    if n < 0:
-        raise ValueError(f"number of records must be >= 0, got {n}")
-    columns = _check_mapping("columns", columns)
-    cols = [_make_column(_check_key(k), v, n) for k, v in columns.items()]
+    cols = _columns(columns, n)
     if n == 0:
         return []
     if not cols:
         return [b"\x0a\x00"] * n
-    varying = [c.d for c in cols if int(c.d.min()) != int(c.d.max())]
-    if not all(c.array_backed for c in cols):
+    groups = _row_groups(cols, n)
+    if groups is None:
         return _assemble_join(cols, n)
+    if len(groups) == 1:
+        return _rows_to_bytes(_assemble_rows(cols, None, n, framed=False))
+    return _in_order(
+        [_rows_to_bytes(_assemble_rows(cols, idx, n, framed=False)) for idx in groups], groups, n
+    )
+
+
+def _encode_columns_framed(columns: Mapping[str, Any], n: int) -> FramedRecords:
+    """The records of :func:`_encode_columns`, framed: one buffer holding the file's bytes.
+
+    Equals ``encode_records(_encode_columns(columns, n))``. When every column is
+    array-backed and the records share a size, the framed records are built as the
+    rows of one 2-D array (headers, data and CRCs filled column by column), with no
+    ``bytes`` object per record.
+    """
+    cols = _columns(columns, n)
+    if n == 0:
+        return FramedRecords(b"", 0)
+    if not cols:
+        return FramedRecords(encode_records([b"\x0a\x00"] * n), n)
+    groups = _row_groups(cols, n)
+    if groups is None:
+        return FramedRecords(encode_records(_assemble_join(cols, n)), n)
+    if len(groups) == 1:
+        rows = _assemble_rows(cols, None, n, framed=True)
+        return FramedRecords(rows.reshape(-1).data, n)
+    framed = [_rows_to_bytes(_assemble_rows(cols, idx, n, framed=True)) for idx in groups]
+    return FramedRecords(b"".join(_in_order(framed, groups, n)), n)
+
+
+def _row_groups(cols: list[_Column], n: int) -> Optional[list[Optional[npt.NDArray[np.intp]]]]:
+    """How to lay out the records as 2-D rows: groups of record indices of equal sizes.
+
+    ``[None]`` means all records in one group; ``None`` means no rows at all (a column
+    is not array-backed, or there are too many size patterns): join record by record.
+    """
+    if not all(c.array_backed for c in cols):
+        return None
+    varying = [c.d for c in cols if int(c.d.min()) != int(c.d.max())]
     if not varying:
-        return _assemble_rows(cols, None, n)
+        return [None]
     codes = _size_pattern_codes(varying)
     n_groups = int(codes.max()) + 1
     if n_groups * 64 > n:
-        return _assemble_join(cols, n)
+        return None
     order = np.argsort(codes.astype(np.int16 if n_groups < 2**15 else np.int64), kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=n_groups))[:-1]
-    sorted_records: list[bytes] = []
-    for idx in np.split(order, bounds):
-        sorted_records += _assemble_rows(cols, idx, n)
+    return list(np.split(order, bounds))
+
+
+def _in_order(
+    parts: list[list[bytes]], groups: list[Optional[npt.NDArray[np.intp]]], n: int
+) -> list[bytes]:
+    """The records of several groups (``parts[g][j]`` is record ``groups[g][j]``) in order."""
     result = np.empty(n, dtype=object)
-    result[order] = sorted_records
-    records: list[bytes] = result.tolist()
-    return records
+    for idx, records in zip(groups, parts):
+        result[idx] = records
+    ordered: list[bytes] = result.tolist()
+    return ordered
 
 
 def _size_pattern_codes(varying: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.intp]:
@@ -1030,8 +1079,13 @@ def _size_pattern_codes(varying: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.
     return np.unique(code, return_inverse=True)[1].reshape(-1)
 
 
-def _assemble_rows(cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: int) -> list[bytes]:
-    """Records ``idx`` (all if None), whose sizes agree column by column, as 2-D rows."""
+def _assemble_rows(
+    cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: int, *, framed: bool
+) -> npt.NDArray[np.uint8]:
+    """Records ``idx`` (all if None), whose sizes agree column by column, as 2-D rows.
+
+    With ``framed``, each row is the framed record (header, record, footer).
+    """
     first = 0 if idx is None else int(idx[0])
     m = n if idx is None else len(idx)
     pieces: list[Union[bytes, npt.NDArray[np.uint8]]] = []
@@ -1044,8 +1098,8 @@ def _assemble_rows(cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: 
         body += len(p) + d
     pieces.insert(0, b"\x0a" + _vlen(body))
     size = len(pieces[0]) + body
-    out = np.empty((m, size), dtype=np.uint8)
-    pos = 0
+    pos = HEADER_SIZE if framed else 0
+    out = np.empty((m, size + (RECORD_OVERHEAD if framed else 0)), dtype=np.uint8)
     for piece in pieces:
         if isinstance(piece, bytes):
             w = len(piece)
@@ -1056,7 +1110,9 @@ def _assemble_rows(cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: 
             if w:
                 out[:, pos : pos + w] = piece
         pos += w
-    return _rows_to_bytes(out)
+    if framed:
+        frame_rows(out)
+    return out
 
 
 def _assemble_join(cols: list[_Column], n: int) -> list[bytes]:

@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterable, Iterator
-from typing import Callable, NamedTuple, Optional, Union
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Callable, NamedTuple, Optional, Union, cast
 
 import numpy as np
 
@@ -66,9 +66,12 @@ __all__ = [
     "FOOTER_SIZE",
     "HEADER_SIZE",
     "RECORD_OVERHEAD",
+    "FramedRecords",
     "RecordDecoder",
     "encode_record",
     "encode_records",
+    "frame_parts",
+    "frame_rows",
     "iter_records",
     "record_header",
 ]
@@ -101,23 +104,118 @@ def record_header(length: int) -> bytes:
     return length_bytes + _U32.pack(mask(crc32c(length_bytes)))
 
 
-def frame_parts(records: list[bytes]) -> tuple[list[bytes], int]:
-    """Frame many ``bytes`` records at once: (header, data, footer, ... parts, total size).
+def _footers(crcs: np.ndarray) -> np.ndarray:
+    """The 4-byte footers (masked CRCs, little-endian) of records with these CRCs: (n, 4) uint8."""
+    return mask_array(crcs).astype("<u4").view(np.uint8).reshape(len(crcs), FOOTER_SIZE)
 
-    Data CRCs are computed one call per record and masked with NumPy; headers come
-    from the per-length cache. ``b"".join(parts)`` is the framed stream.
+
+def _headers(lengths: np.ndarray) -> np.ndarray:
+    """The 12-byte headers of records of these lengths (uint64 array): (n, 12) uint8.
+
+    The length CRC is computed once per distinct length.
     """
+    n = len(lengths)
+    out = np.empty((n, HEADER_SIZE), dtype=np.uint8)
+    if not n:
+        return out
+    out[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
+    low, high = int(lengths.min()), int(lengths.max())
+    if low == high:
+        out[:, 8:] = np.frombuffer(record_header(low), dtype=np.uint8)[8:]
+        return out
+    uniq, inverse = np.unique(lengths, return_inverse=True)
+    length_crcs = np.fromiter(
+        (_U32.unpack_from(record_header(u), 8)[0] for u in uniq.tolist()),
+        dtype="<u4",
+        count=len(uniq),
+    )
+    out[:, 8:] = length_crcs[inverse.reshape(-1)].view(np.uint8).reshape(n, 4)
+    return out
+
+
+def _frame(records: Sequence[Buffer]) -> tuple[list[Buffer], int]:
+    """:func:`frame_parts` of 1-D byte buffers."""
     n = len(records)
     if n == 0:
         return [], 0
+    lengths = np.fromiter(map(len, records), dtype=np.uint64, count=n)
     crcs = np.fromiter(map(crc32c, records), dtype=np.uint64, count=n)
-    footers = mask_array(crcs).astype("<u4").tobytes()
-    parts: list[bytes] = [b""] * (3 * n)
-    lengths = list(map(len, records))
-    parts[0::3] = map(record_header, lengths)
-    parts[1::3] = records
-    parts[2::3] = [footers[i : i + 4] for i in range(0, 4 * n, 4)]
-    return parts, sum(lengths) + RECORD_OVERHEAD * n
+    # Row i: the footer of record i - 1 (4 bytes), then the header of record i (12 bytes).
+    seps = np.empty((n + 1, RECORD_OVERHEAD), dtype=np.uint8)
+    seps[0, :FOOTER_SIZE] = 0
+    seps[n, FOOTER_SIZE:] = 0
+    seps[1:, :FOOTER_SIZE] = _footers(crcs)
+    seps[:-1, FOOTER_SIZE:] = _headers(lengths)
+    pieces = cast(
+        "list[bytes]", seps.view(np.dtype((np.void, RECORD_OVERHEAD))).reshape(-1).tolist()
+    )
+    parts: list[Buffer] = [b""] * (2 * n + 1)
+    parts[1::2] = records
+    parts[2::2] = pieces[1:]
+    parts[0] = pieces[0][FOOTER_SIZE:]
+    parts[-1] = pieces[-1][:FOOTER_SIZE]
+    return parts, int(lengths.sum()) + RECORD_OVERHEAD * n
+
+
+def frame_parts(records: list[bytes]) -> tuple[list[bytes], int]:
+    """Frame many records at once: (parts, total size); ``b"".join(parts)`` is the stream.
+
+    The parts are ``header_0, record_0, footer_0 + header_1, record_1, ...,
+    footer_{n-1}``: one call per record for its CRC, everything else (lengths,
+    length CRCs, masking) done with NumPy for the whole list.
+    """
+    parts, size = _frame(records)
+    return cast("list[bytes]", parts), size
+
+
+def frame_rows(rows: np.ndarray) -> None:
+    """Frame records laid out as the rows of a 2-D ``uint8`` array, in place.
+
+    Each row is one framed record of ``rows.shape[1] - 16`` data bytes: the data
+    must already be in ``rows[:, 12:-4]``; this writes the 12-byte headers and the
+    4-byte footers around it, so that ``rows.tobytes()`` is the framed stream. The
+    CRCs are taken from the array itself (no ``bytes`` object per record).
+    """
+    m, width = rows.shape
+    size = width - RECORD_OVERHEAD
+    if size < 0:
+        raise ValueError(f"rows of {width} bytes cannot hold a record's 16 framing bytes")
+    if not m:
+        return
+    rows[:, :HEADER_SIZE] = np.frombuffer(record_header(size), dtype=np.uint8)
+    if size:
+        data = rows[:, HEADER_SIZE : HEADER_SIZE + size]
+        # One void scalar per row (a buffer over the row's data): the CRC reads it in place.
+        cells = data.view(np.dtype((np.void, size))).reshape(m)
+        crcs = np.fromiter(map(crc32c, cells), dtype=np.uint64, count=m)
+    else:
+        crcs = np.full(m, crc32c(b""), dtype=np.uint64)
+    rows[:, HEADER_SIZE + size :] = _footers(crcs)
+
+
+class FramedRecords:
+    """Records already framed: ``count`` whole records in one buffer, as a file holds them.
+
+    :class:`~tfrecord_lite.TFRecordWriter`'s ``write_all`` appends the buffer as it
+    is; iterating gives each record's data (so any other consumer of an iterable of
+    records takes it too). The buffer must not change afterwards.
+    """
+
+    __slots__ = ("buffer", "count", "nbytes")
+
+    def __init__(self, buffer: Buffer, count: int) -> None:
+        self.buffer = buffer
+        self.count = count
+        self.nbytes = memoryview(buffer).nbytes
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter_records(self.buffer)
+
+    def __repr__(self) -> str:
+        return f"FramedRecords(count={self.count}, nbytes={self.nbytes})"
 
 
 def encode_record(data: Buffer) -> bytes:
@@ -132,12 +230,7 @@ def encode_record(data: Buffer) -> bytes:
 
 def encode_records(records: Iterable[Buffer]) -> bytes:
     """Frame many records into one bytes object (what a plain TFRecord file holds)."""
-    parts: list[Buffer] = []
-    for data in records:
-        data = _as_buffer(data)
-        parts.append(record_header(len(data)))
-        parts.append(data)
-        parts.append(_U32.pack(mask(crc32c(data))))
+    parts, _ = _frame([r if type(r) is bytes else _as_buffer(r) for r in records])
     return b"".join(parts)
 
 

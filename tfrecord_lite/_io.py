@@ -51,6 +51,7 @@ from ._errors import (
 from ._framing import (
     HEADER_SIZE,
     RECORD_OVERHEAD,
+    FramedRecords,
     RecordDecoder,
     _as_buffer,
     _header_error,
@@ -477,6 +478,8 @@ class TFRecordWriter:
                     self._append(_record_buffer(record))
                     count += 1
                 return count
+            if isinstance(records, FramedRecords):
+                return self._write_framed(records)
             # Frame a chunk of records at a time (vectorized CRC masking, cached headers).
             it = iter(records)
             while True:
@@ -493,6 +496,25 @@ class TFRecordWriter:
                 count += len(chunk)
                 if self._pending >= self._buffer_size:
                     self._drain(None)
+
+    def _write_framed(self, records: FramedRecords) -> int:
+        """Records framed already (one buffer, from ``write_examples``): written as they are."""
+        if records.nbytes < self._buffer_size:
+            self._parts.append(bytes(records.buffer))
+            self._pending += records.nbytes
+        else:
+            self._drain(None)  # what is buffered goes first
+            f = self._file
+            assert f is not None
+            data = records.buffer
+            if self._zobj is not None:
+                data = self._zobj.compress(data)
+            if data:
+                _write_all(f, data)
+        self.records_written += records.count
+        if self._pending >= self._buffer_size:
+            self._drain(None)
+        return records.count
 
     def _append(self, data: Union[bytes, bytearray, memoryview]) -> None:
         if not isinstance(data, bytes):
@@ -833,7 +855,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _write_all(f: IO[bytes], data: bytes) -> None:
+def _write_all(f: IO[bytes], data: Union[bytes, bytearray, memoryview]) -> None:
     """``f.write(data)``, repeated until every byte is written.
 
     A raw file (``open(..., buffering=0)``, or one passed in) may write fewer bytes
