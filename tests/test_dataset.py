@@ -844,3 +844,54 @@ def test_shuffle_peak_memory_is_bounded_by_the_buffer(tmp_path):
     file_kib = os.path.getsize(path) // 1024
     grew = after - before  # KiB on Linux
     assert grew < file_kib // 4, (grew, file_kib)
+
+
+def _closing_source(lists: list[list[int]], closed: list[bool]) -> Any:
+    try:
+        yield from lists
+    finally:
+        closed.append(True)
+
+
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_batches_cut_from_the_files_lists_equal_record_by_record_batching(
+    drop_remainder: bool,
+) -> None:
+    # batch() straight after the source cuts batches from the decoder's lists;
+    # any list lengths (empty ones included) give the batches of the record stream.
+    from tfrecord_lite._dataset import _Batch, _rebatched
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        lengths = rng.integers(0, 9, size=int(rng.integers(0, 8))).tolist()
+        lists, k = [], 0
+        for n in lengths:
+            lists.append(list(range(k, k + n)))
+            k += n
+        size = int(rng.integers(1, 7))
+        want = list(_Batch(size, drop_remainder)._batches(iter(range(k))))
+        closed: list[bool] = []
+        got = list(_rebatched(_closing_source(lists, closed), size, drop_remainder))
+        assert got == want, (lengths, size)
+        assert closed == [True]
+
+
+def test_batch_after_the_source_across_blocks_and_files(tmp_path: Path) -> None:
+    records = [b"%d" % i * (i % 7) for i in range(500)]
+    paths = []
+    for k in range(3):
+        paths.append(str(tmp_path / f"f{k}.tfrecord"))
+        with tfr.TFRecordWriter(paths[-1]) as w:
+            w.write_all(records[k * 200 : (k + 1) * 200])
+    for n in (1, 7, 64, 1000):
+        ds = tfr.TFRecordDataset(paths, buffer_size=64).batch(n)
+        assert [r for b in ds for r in b] == records
+        assert [len(b) for b in ds] == [len(records[i : i + n]) for i in range(0, 500, n)]
+        spec = {"x": tfr.FixedLenFeature([], tfr.int64)}
+        examples = [tfr.encode_example({"x": i}) for i in range(500)]
+        ex_path = str(tmp_path / f"ex{n}.tfrecord")
+        with tfr.TFRecordWriter(ex_path) as w:
+            w.write_all(examples)
+        got = [b["x"] for b in tfr.TFRecordDataset(ex_path, buffer_size=256).parse(spec).batch(n)]
+        assert np.concatenate(got).tolist() == list(range(500))
+        assert [len(g) for g in got] == [len(records[i : i + n]) for i in range(0, 500, n)]

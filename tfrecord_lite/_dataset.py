@@ -184,8 +184,12 @@ class _Source:
         return [(self.files[pos], label[pos]) for pos in order], len(selected), n_rec, i_rec
 
     def iterate(
-        self, key: EpochKey, extra_shards: tuple[tuple[int, int, str], ...] = ()
-    ) -> Iterator[bytes]:
+        self,
+        key: EpochKey,
+        extra_shards: tuple[tuple[int, int, str], ...] = (),
+        lists: bool = False,
+    ) -> Iterator[Any]:
+        """The records (``lists``: lists of records, in the same order)."""
         src = self.copy(shards=self.shards + extra_shards) if extra_shards else self
         entries, n_files, n_rec, i_rec = src.plan()
         if src.file_shuffle is not None:
@@ -209,8 +213,10 @@ class _Source:
                 for k, make in enumerate(readers)
             ]
         if src.cycle_length <= 1:
-            return _flatten_lists(_chain_files(readers))
-        return _flatten_lists(_interleave_lists(readers, src.cycle_length, src.block_length))
+            merged = _chain_files(readers)
+        else:
+            merged = _interleave_lists(readers, src.cycle_length, src.block_length)
+        return merged if lists else _flatten_lists(merged)
 
     def block_size(self) -> int:
         """Read block per open file: 1 MiB, shared out when several files are open at once."""
@@ -629,6 +635,10 @@ def _shuffle(items: Iterator[Any], buffer_size: int, rng: np.random.Generator) -
 
 
 class _Batch(_Op):
+    #: Set when the upstream hands out the files' records a list at a time
+    #: (the batch follows the source directly): batches are cut from those lists.
+    takes_lists = False
+
     def __init__(self, batch_size: int, drop_remainder: bool, ragged: str = "auto") -> None:
         self.batch_size = batch_size
         self.drop_remainder = drop_remainder
@@ -638,6 +648,11 @@ class _Batch(_Op):
         return _batch_cardinality(n, self.batch_size, self.drop_remainder)
 
     def batches(self, items: Iterator[Any]) -> Iterator[list[Any]]:
+        if self.takes_lists:
+            return _rebatched(items, self.batch_size, self.drop_remainder)
+        return self._batches(items)
+
+    def _batches(self, items: Iterator[Any]) -> Iterator[list[Any]]:
         n = self.batch_size
         try:
             while True:
@@ -655,6 +670,30 @@ class _Batch(_Op):
 
     def describe(self) -> str:
         return f"batch({self.batch_size}, drop_remainder={self.drop_remainder})"
+
+
+def _rebatched(lists: Iterator[list[_T]], n: int, drop_remainder: bool) -> Iterator[list[_T]]:
+    """Lists of ``n`` items cut from lists of any length, in order (the last one shorter
+    unless ``drop_remainder``); closing it closes ``lists``."""
+    try:
+        pending: list[_T] = []
+        for lst in lists:
+            i = 0
+            if pending:
+                i = n - len(pending)
+                pending.extend(lst[:i])
+                if len(pending) < n:
+                    continue
+                yield pending
+            end = len(lst) - n
+            while i <= end:
+                yield lst[i : i + n]
+                i += n
+            pending = lst[i:]
+        if pending and not drop_remainder:
+            yield pending
+    finally:
+        _close(lists)
 
 
 class _RawBatch(_Batch):
@@ -1697,8 +1736,15 @@ class Dataset:
         source = self._source
         ops = _plan(self._ops, isinstance(source, _Source))
 
+        first = ops[0] if ops else None
+        lists = isinstance(source, _Source) and isinstance(first, (_RawBatch, _ParseBatch))
+        if isinstance(first, (_RawBatch, _ParseBatch)) and lists:
+            first.takes_lists = True  # cut the batches from the files' lists
+
         def build(level: int) -> Upstream:
             if level == 0:
+                if lists:
+                    return lambda k: source.iterate(k, extra_shards, lists=True)
                 return lambda k: source.iterate(k, extra_shards)
             op = ops[level - 1]
             below = build(level - 1)
