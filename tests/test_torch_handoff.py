@@ -203,7 +203,7 @@ def test_one_worker_gives_exactly_the_in_process_batches(data: str, as_tensors: 
         if as_tensors:
             x = got[0]["x"]
             assert isinstance(x, torch.Tensor)
-            x.add_(1)  # a tensor the user owns: writable, not aliasing a slot
+            x.add_(1)  # a tensor the user owns: writable, no other batch changes
             assert got[0]["shared"].is_shared()  # went torch's way, as asked
     del loader
     _wait_released()
@@ -314,5 +314,45 @@ def test_map_dataset_batches_through_slots(data: str) -> None:
     got = list(loader)
     assert tt._slot_count() > 0
     same(tfr.concat_parsed(got, _spec()), tfr.concat_parsed([want], _spec()))
+    del loader
+    _wait_released()
+
+
+@pytest.mark.parametrize("as_tensors", [False, True], ids=["numpy", "tensors"])
+def test_lent_arrays_stay_intact_while_held_and_their_slots_come_back(
+    data: str, as_tensors: bool
+) -> None:
+    """Arrays are handed out in their slot's memory: a slot goes back to the worker
+    only when the array and every view of it are gone, never while one is held."""
+    # x: 64 x 300 float32 = 75 KiB per batch, so it crosses in a slot
+    ds = tt.IterableDataset(
+        tfr.TFRecordDataset(data).parse(_spec()).batch(BATCH), as_tensors=as_tensors
+    )
+    ds.set_epoch(0)
+    want = list(ds)  # in-process
+    loader = _loader(ds, 1, persistent_workers=True, prefetch_factor=2)
+    ds.set_epoch(0)
+    held = list(loader)  # every batch kept
+    same(held, want)
+    mapped = tt._slot_count()
+    assert mapped >= len(held)  # one slot per held x at least
+    # views (NumPy slices, transposes; tensor slices) outlive the batches they came from
+    views = [b["x"][2:, ::3] for b in held]
+    views += [b["x"].T for b in held]
+    want_views = [np.asarray(w["x"])[2:, ::3] for w in want] + [np.asarray(w["x"]).T for w in want]
+    first = held[0]
+    del held
+    gc.collect()
+    for epoch in range(1, 5):
+        ds.set_epoch(epoch)
+        for b in loader:
+            b["x"][:] = -1  # writable; the worker does not see or reuse it while it lives
+    for v, w in zip(views, want_views):
+        assert np.array_equal(np.asarray(v), w)
+    same(first, want[0])
+    # the batches of epochs 1-4 were dropped one by one: their slots were reused,
+    # not one new slot per batch (4 epochs x 5 batches)
+    assert tt._slot_count() <= mapped + 2 * 4
+    del first, views, b
     del loader
     _wait_released()

@@ -32,10 +32,15 @@ slot and torch's queue carries only a small descriptor (the slot's memory goes
 across once, the first time the slot is used). An object array of ``bytes`` (a
 ``string`` feature) is written into a slot as one flat stream of lengths and
 values (a protocol-3 pickle of the list of values, which the C unpickler turns
-back into ``bytes`` objects at memcpy speed). The main process copies each array out of its slot when it
-receives the batch and hands the slot back, so what you get is exactly what
-the same pipeline gives in-process: plain arrays and tensors you own, object
-arrays of ``bytes``, SparseValue and RaggedValue with their arrays intact.
+back into ``bytes`` objects at memcpy speed). The main process does not copy
+numeric arrays out: an array (or tensor) it hands you *is* its slot's memory,
+lent to you alone; the worker reuses the slot only once the array and every
+view of it are gone (so a batch you keep stays intact, and a pool grows only
+while you keep batches). A ``bytes`` column is rebuilt from its slot and the
+slot handed back at once. What you get is exactly what the same pipeline gives
+in-process: writable arrays and tensors of the same dtypes, shapes and memory
+order, object arrays of ``bytes``, SparseValue and RaggedValue with their
+arrays intact.
 Arrays under 64 KiB stay inline in the pickle, and when a worker's pool is full
 (512 MiB) or an array cannot take this path (subclasses, objects that are not
 ``bytes``, tensors that need grad, have no NumPy dtype or are shared already)
@@ -55,6 +60,7 @@ import os
 import pickle
 import secrets
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Literal, Optional, Union
@@ -163,6 +169,8 @@ _MIN_SLOT = 256 * 1024
 #: Most shared memory one worker's pool may hold; past it arrays are pickled inline.
 MAX_POOL_BYTES = 512 * 2**20
 _SWEEP_SECONDS = 1.0
+#: Hand out numeric arrays in their slot's memory (the slot is reused once they are gone).
+LEND = True
 _Order = Literal["C", "F"]
 
 
@@ -356,6 +364,7 @@ def _release_all() -> None:
         sweeper.join(timeout=5)
     with _MAPPED_LOCK:
         _MAPPED.clear()
+    _LENT.clear()
 
 
 def _attach(token: tuple[int, int], slot_id: int, storage: Any) -> np.ndarray:
@@ -386,6 +395,18 @@ def _attach(token: tuple[int, int], slot_id: int, storage: Any) -> np.ndarray:
     return known
 
 
+# Arrays lent out of slots: a weak reference to the object at the root of the
+# array's memory (every view of it keeps that object alive) -> the slot's buffer,
+# handed back (state FREE) when the last view is gone.
+_LENT: dict[int, tuple[Any, np.ndarray]] = {}
+
+
+def _give_back(ref: Any) -> None:
+    lent = _LENT.pop(id(ref), None)
+    if lent is not None:
+        lent[1][0] = _FREE
+
+
 def _rebuild_array(
     token: tuple[int, int],
     slot_id: int,
@@ -395,8 +416,17 @@ def _rebuild_array(
     order: _Order,
 ) -> np.ndarray:
     buf = _attach(token, slot_id, storage)
+    nbytes = dtype.itemsize * math.prod(shape)
+    if LEND:
+        # No copy: the array is the slot's memory, which the worker leaves alone
+        # until every view of the array is gone (then the slot goes back to it).
+        flat = np.frombuffer(buf[_HEADER : _HEADER + nbytes].data, np.uint8)
+        root: Any = flat.base
+        if type(root) is memoryview:  # NumPy's own (or ours): views end there
+            ref = weakref.ref(root, _give_back)
+            _LENT[id(ref)] = (ref, buf)
+            return flat.view(dtype).reshape(shape, order=order)
     try:
-        nbytes = dtype.itemsize * math.prod(shape)
         src = buf[_HEADER : _HEADER + nbytes].view(dtype).reshape(shape, order=order)
         return src.copy(order="K")
     finally:
