@@ -401,9 +401,11 @@ def _length_field(
     b = data[pos]
     if not len(b) or int(b.max()) < 0x80:  # one-byte lengths (the common case)
         start = pos + 1
-        n = b.astype(np.int64)
-        fits = n <= limit - start
-        return start, np.where(fits, start + n, start), fits
+        end = start + b
+        fits = end <= limit
+        if fits.all():
+            return start, end, fits
+        return start, np.where(fits, end, start), fits
     n, w = _varints(data, pos)
     start = pos + w
     fits = (w <= 10) & (n >= 0) & (n <= limit - start)
@@ -595,13 +597,17 @@ def _walk_features(
 
 
 class _Entries(NamedTuple):
-    """The map entries of a chunk, record-major: owner, key slot, kind code, list region."""
+    """The map entries of a chunk, record-major: owner, kind code, list region.
+
+    ``place``: per record and key slot (``n * slots``, record-major), the index of
+    the entry giving that key a kind, or -1.
+    """
 
     owner: np.ndarray
-    slot: np.ndarray
     code: np.ndarray
     ls: np.ndarray
     le: np.ndarray
+    place: np.ndarray
 
 
 def _entries(
@@ -616,30 +622,47 @@ def _entries(
     tag_ok = (es < ee) & (data[es] == 0x0A)
     ks, ke, fits = _length_field(data, es + 1, ee)
     good = tag_ok & fits & (ke < ee)
-    ke = np.where(good, ke, es)
+    if not good.all():
+        ke = np.where(good, ke, es)
     good &= data[ke] == 0x12
     vs, ve, fits = _length_field(data, ke + 1, ee)
     good &= fits & (ve == ee)
     # The Feature: empty (no kind), or exactly one list field spanning it.
     nonempty = vs < ee
-    code = np.where(nonempty, _FEATURE_TAG_CODE[data[vs]], 0).astype(np.int8)
-    ls, le, fits = _length_field(data, vs + 1, ee)
+    if nonempty.all():
+        code = _FEATURE_TAG_CODE[data[vs]]
+        lpos = vs + 1
+    else:
+        code = np.where(nonempty, _FEATURE_TAG_CODE[data[vs]], 0).astype(np.int8)
+        # An empty Feature's length is read from the zero padding (not the next entry).
+        lpos = np.where(nonempty, vs + 1, len(data) - 2)
+    ls, le, fits = _length_field(data, lpos, ee)
     good &= ~nonempty | ((code > 0) & fits & (le == ee))
     _reject(ok, owner, good)
     slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0))
     _reject(ok, owner, safe)
-    known = slots >= 0
-    if known.any():
+    ns = len(table.names)
+    place = np.full(len(ok) * ns, -1, dtype=np.int64)
+    known = np.flatnonzero(slots >= 0)
+    if len(known):
+        kslots = slots[known]
+        flat = owner[known] * ns + kslots
+        place[flat] = known
         # A key read twice in one record (merged Examples): the generic path.
-        ns = len(table.names)
-        times = np.bincount(owner[known] * ns + slots[known], minlength=len(ok) * ns)
-        if times.max() > 1:
-            ok[np.flatnonzero(times > 1) // ns] = False
+        twice = place[flat] != known
+        if twice.any():
+            ok[owner[known[twice]]] = False
         # A kind other than the spec's: the generic path words the error.
-        wrong = known & (code != 0) & (code != table.codes[np.maximum(slots, 0)])
+        kcode = code[known]
+        wrong = (kcode != 0) & (kcode != table.codes[kslots])
         if wrong.any():
-            ok[owner[wrong]] = False
-    return _Entries(owner, slots, code, ls, np.where(good & nonempty, le, ls))
+            ok[owner[known[wrong]]] = False
+        empty = kcode == 0
+        if empty.any():
+            place[flat[empty]] = -1  # a key mapped to an empty Feature() is absent
+    if not good.all():
+        le = np.where(good & nonempty, le, ls)
+    return _Entries(owner, code, ls, le, place)
 
 
 def _walk_examples(
@@ -682,27 +705,23 @@ def _columns(
         offsets = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         per_code[code] = (idx, counts, offsets, extra)
-    m = int(ok.sum())
-    pos_of = np.cumsum(ok) - 1
     local = np.zeros(len(ent.owner), dtype=np.int64)  # entry -> position among its kind
     for idx, *_ in per_code.values():
         local[idx] = np.arange(len(idx), dtype=np.int64)
-    # The entries of handled records with a kind, grouped by slot (in record order).
-    sel = np.flatnonzero(ok[ent.owner] & (ent.slot >= 0) & (ent.code != 0))
-    slot_of = ent.slot[sel]
-    sel = sel[np.argsort(slot_of.astype(np.int16), kind="stable")]
-    bounds = np.zeros(len(table.names) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(slot_of, minlength=len(table.names)), out=bounds[1:])
+    # Per handled record and slot: the entry giving the key a kind, or -1.
+    place = ent.place.reshape(len(ok), len(table.names))
+    if not ok.all():
+        place = place[ok]
+    m = len(place)
     cols: dict[str, FastColumn] = {}
     for slot, name in enumerate(table.names):
-        mine = sel[bounds[slot] : bounds[slot + 1]]
-        rows = pos_of[ent.owner[mine]]
-        present = np.zeros(m, dtype=bool)
-        present[rows] = True
+        entry = place[:, slot]
+        present = entry >= 0
+        mine = entry[present]
         _, kcounts, koffsets, extra = per_code[int(table.codes[slot])]
         j = local[mine]
         counts = np.zeros(m, dtype=np.int64)
-        counts[rows] = kcounts[j]
+        counts[present] = kcounts[j]
         items = _ranges(koffsets[j], kcounts[j])
         if table.codes[slot] == _BYTES:
             istart, ilen = extra
