@@ -33,6 +33,7 @@ with one sub-folder per class -> labelled shards) as Ray tasks, one per shard.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import random
@@ -64,6 +65,27 @@ _INSTALL = 'tfrecord_lite.ray needs Ray Data: pip install "tfrecord-lite[ray]"'
 
 #: A large indexed file is split into read tasks of at least this many records.
 DEFAULT_RECORDS_PER_TASK = 100_000
+
+
+def _remote_kwargs(fn: Any, ray_remote_args: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """``ray_remote_args`` as ``fn``'s keyword arguments.
+
+    Newer Ray versions take the remote options as named parameters (``num_cpus``,
+    ``memory``, ``runtime_env`` ...) and deprecate ``ray_remote_args``: each option
+    ``fn`` names goes as that parameter, only the rest as ``ray_remote_args``.
+    """
+    if not ray_remote_args:
+        return {}
+    try:
+        named = set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        named = set()
+    named.discard("ray_remote_args")
+    kwargs = {k: v for k, v in ray_remote_args.items() if k in named}
+    rest = {k: v for k, v in ray_remote_args.items() if k not in named}
+    if rest:
+        kwargs["ray_remote_args"] = rest
+    return kwargs
 
 
 def _ray_data() -> Any:
@@ -307,7 +329,9 @@ def read_tfrecords(
     ``batch_size`` records are parsed per block. A file with an index file is
     split into read tasks of about ``records_per_task`` records.
     ``include_paths=True`` adds a ``path`` column. ``override_num_blocks``,
-    ``ray_remote_args`` and ``concurrency`` go to ``ray.data.read_datasource``.
+    ``ray_remote_args`` and ``concurrency`` go to ``ray.data.read_datasource``
+    (the remote options it has parameters for, such as ``num_cpus``, ``memory``
+    or ``runtime_env``, as those parameters: Ray deprecates ``ray_remote_args``).
     """
     rd = _ray_data()
     source = TFRecordDatasource(
@@ -323,11 +347,9 @@ def read_tfrecords(
         include_paths=include_paths,
         sample=sample,
     )
-    kwargs: dict[str, Any] = {}
+    kwargs = _remote_kwargs(rd.read_datasource, ray_remote_args)
     if override_num_blocks is not None:
         kwargs["override_num_blocks"] = override_num_blocks
-    if ray_remote_args:
-        kwargs["ray_remote_args"] = ray_remote_args
     if concurrency is not None:
         kwargs["concurrency"] = concurrency
     return rd.read_datasource(source, **kwargs)
@@ -512,9 +534,7 @@ def write_tfrecords(
         overwrite=overwrite,
         storage_options=storage_options,
     )
-    kwargs: dict[str, Any] = {}
-    if ray_remote_args:
-        kwargs["ray_remote_args"] = ray_remote_args
+    kwargs = _remote_kwargs(ds.write_datasink, ray_remote_args)
     if concurrency is not None:
         kwargs["concurrency"] = concurrency
     ds.write_datasink(sink, **kwargs)

@@ -66,6 +66,24 @@ def test_read_equals_the_local_parse(ray_cluster: Any, tmp_path: Path) -> None:
     assert ds.schema().base_schema == tfa.read_table(paths[0]).schema
 
 
+def test_remote_args_go_as_named_parameters_without_a_deprecation_warning(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    import warnings
+
+    write_shards(tmp_path / "in", n_files=2, per_file=50)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = tfray.read_tfrecords(
+            str(tmp_path / "in"), ray_remote_args={"num_cpus": 0.5, "memory": 10**8}
+        )
+        assert sorted(r["id"] for r in ds.take_all()) == list(range(100))
+    # Ray deprecates ray_remote_args= for reads; the options went as named parameters.
+    assert not [w for w in caught if "ray_remote_args" in str(w.message)]
+    kwargs = tfray._remote_kwargs(ray.data.read_datasource, {"num_cpus": 1, "max_retries": 1})
+    assert kwargs == {"num_cpus": 1, "ray_remote_args": {"max_retries": 1}}
+
+
 def test_read_with_features_and_paths(ray_cluster: Any, tmp_path: Path) -> None:
     write_shards(tmp_path / "in")
     features = {"id": tfr.FixedLenFeature([], tfr.int64), "tags": tfr.VarLenFeature(tfr.string)}
