@@ -52,6 +52,8 @@ MIN_BATCH = 8
 #: Bytes of records joined into one buffer at most (a batch of bigger records is
 #: extracted a window of records at a time; a single bigger record on its own).
 WINDOW_BYTES = 8 << 20
+#: Record lengths whose layouts the equal-layout path tries, most common first.
+_LAYOUTS = 4
 #: Zero bytes after the records: lets varint reads run past a record's end safely.
 _PAD = 16
 
@@ -157,6 +159,31 @@ def _varints(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return value.view(np.int64), width
 
 
+#: Per byte j of a little-endian word: the 7 value bits of that byte, moved down by j.
+_GROUPS = [(np.uint64(j), np.uint64(0x7F << (7 * j))) for j in range(8)]
+
+
+def _varint_values(raw: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """The varints of ``raw`` starting at ``starts`` (``widths`` bytes each, 1..10), as int64.
+
+    Varints of up to 8 bytes are read as one little-endian word each and their
+    7-bit groups packed together; longer ones byte by byte.
+    """
+    padded = np.zeros(len(raw) + 8, dtype=np.uint8)
+    padded[: len(raw)] = raw
+    w = _words(padded)[starts] & _MASK[np.minimum(widths, 8)]
+    value = w & _GROUPS[0][1]
+    for shift, mask in _GROUPS[1 : int(widths.max())]:
+        value |= (w >> shift) & mask
+    long_ = np.flatnonzero(widths > 8)
+    if len(long_):
+        for j in (8, 9):
+            live = long_[widths[long_] > j]
+            value[live] |= (raw[starts[live] + j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+    out: np.ndarray = value.view(np.int64)
+    return out
+
+
 def _decode_packed_varints(
     raw: np.ndarray, lengths: np.ndarray
 ) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -183,9 +210,7 @@ def _decode_packed_varints(
     if len(ends) == len(raw):
         values = raw.astype(np.int64)
     else:
-        k = np.arange(len(raw), dtype=np.int64) - np.repeat(starts, widths)
-        parts = (raw & 0x7F).astype(np.uint64) << (np.uint64(7) * k.astype(np.uint64))
-        values = np.bitwise_or.reduceat(parts, starts).view(np.int64)
+        values = _varint_values(raw, starts, widths)
     cum = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum(term, out=cum[1:])
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -943,7 +968,8 @@ def _layout_group(
     if len(group) == len(records) and width:
         rows = data[: len(records) * width].reshape(len(records), width)  # no copy
     else:
-        rows = data[starts[group][:, None] + np.arange(width)]
+        joined = b"".join([records[i] for i in group.tolist()])
+        rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(group), width)
     ok = (rows[:, layout.struct] == layout.template).all(axis=1)
     for kind, items in layout.regions.values():
         if kind == "int64_list" and items and items[0][1]:
@@ -1016,10 +1042,13 @@ def _extract_window(
     starts = ends - lengths
     handled = np.zeros(n, dtype=bool)
     parts: list[tuple[np.ndarray, dict[str, FastColumn]]] = []
-    # 1. Records of the first record's length that share its layout: whole columns
-    #    at once from a 2-D view.
-    group = np.flatnonzero(lengths == lengths[0])
-    if lengths[0] and len(group) * 2 >= n:
+    # 1. The records of each common length (varint widths vary, so there may be a
+    #    few) that share its first record's layout: whole columns from a 2-D array.
+    sizes, times = np.unique(lengths, return_counts=True)
+    for k in np.argsort(-times, kind="stable")[:_LAYOUTS].tolist():
+        if times[k] * 8 < n or not sizes[k]:
+            break
+        group = np.flatnonzero(lengths == sizes[k])
         try:
             found = _layout_group(records, data, starts, lengths, group, needed)
         except _GiveUp:
