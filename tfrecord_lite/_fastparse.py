@@ -594,8 +594,9 @@ def _walk_features(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Walk the map entries of Features regions ``fs..fe`` in lockstep by entry index.
 
-    Returns (owner, start, end) of every entry body, owner-major and in order;
-    owners whose entries are malformed are marked in ``ok``.
+    Returns (owner, start, end) of every entry body, step by step (the first
+    entries of all records, then the second ones, ...); owners whose entries are
+    malformed are marked in ``ok``.
     """
     owners: list[np.ndarray] = []
     starts: list[np.ndarray] = []
@@ -617,12 +618,13 @@ def _walk_features(
     if not owners:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z
-    owner, start, end = _owner_major(len(fs), owners, starts, ends)
-    return owner, start, end
+    if len(owners) == 1:
+        return owners[0], starts[0], ends[0]
+    return np.concatenate(owners), np.concatenate(starts), np.concatenate(ends)
 
 
 class _Entries(NamedTuple):
-    """The map entries of a chunk, record-major: owner, kind code, list region.
+    """The map entries of a chunk (in walk order): owner, kind code, list region.
 
     ``place``: per record and key slot (``n * slots``, record-major), the index of
     the entry giving that key a kind, or -1.
