@@ -67,8 +67,10 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import struct
 import threading
 import zlib
+from collections import deque
 from collections.abc import Generator, Iterator
 from typing import Any, Callable, Optional, Union
 
@@ -197,6 +199,26 @@ def isal_level(level: int) -> Optional[int]:
     return None
 
 
+def _zlib_level(level: int) -> int:
+    """zlib's own level for ``level`` (-1, the default, is 6)."""
+    return 6 if level == -1 else level
+
+
+def _ladder(level: int, mem_level: int, strategy: int, flush_mode: int) -> list[tuple[str, int]]:
+    """The faster encoders ``auto`` tries on a writer's sample, fastest first:
+    ``(backend, its level)``; empty when only the exact encoder is right."""
+    if mem_level != 9 or strategy != 0 or flush_mode == zlib.Z_PARTIAL_FLUSH:
+        return []
+    out: list[tuple[str, int]] = []
+    mapped = isal_level(level)
+    if mapped is not None and _loads("isal"):
+        out.append(("isal", mapped))
+    zl = _zlib_level(level)
+    if 1 <= zl <= 6 and _loads("zlib-ng"):
+        out.extend(("zlib-ng", lv) for lv in range(max(1, zl - LADDER_STEPS), zl))
+    return out
+
+
 def compressobj(
     level: int, wbits: int, mem_level: int, strategy: int, flush_mode: int = zlib.Z_NO_FLUSH
 ) -> tuple[Any, str]:
@@ -204,82 +226,103 @@ def compressobj(
 
     ``level``, ``wbits``, ``mem_level`` and ``strategy`` are zlib's
     (``zlib.compressobj``); ``flush_mode`` is the writer's per-record flush. The
-    object has zlib's ``compress(data)`` / ``flush(mode)``.
+    object has zlib's ``compress(data)`` / ``flush(mode)`` and ``close()`` (stops
+    its threads, if any, without finishing the stream).
 
-    With ``auto`` the name is ``"auto"``: the object compresses its first
-    :data:`TRIAL_BYTES` with ISA-L and with zlib (zlib-ng when installed) and keeps
-    ISA-L only if its output is at most :data:`SIZE_TOLERANCE` times zlib's; its
-    ``backend`` attribute says which one it kept.
+    With ``auto`` the name is ``"auto"``: the object judges the faster encoders on
+    its first :data:`TRIAL_BYTES` (see the module docstring); its ``backend`` and
+    ``level`` attributes say which encoder it kept.
     """
     name = configured_backend()
-    isal_ok = (
-        isal_level(level) is not None
-        and mem_level == 9
-        and strategy == 0
-        and flush_mode != zlib.Z_PARTIAL_FLUSH
-    )
     if name == "auto":
-        if isal_ok and _loads("isal"):
-            return _Trial(level, wbits, mem_level, strategy), "auto"
+        if _ladder(level, mem_level, strategy, flush_mode):
+            return _Trial(level, wbits, mem_level, strategy, flush_mode), "auto"
         name = _exact()
     if name == "isal":
-        if isal_ok:
-            return _isal_compressobj(level, wbits, mem_level, strategy), "isal"
-        name = "zlib"
-    mod = _module(name)
-    return mod.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy), name
+        mapped = isal_level(level)
+        if mapped is None or mem_level != 9 or strategy != 0 or flush_mode == zlib.Z_PARTIAL_FLUSH:
+            name, mapped = "zlib", level
+        return _encoder(name, mapped, level, wbits, mem_level, strategy, flush_mode), name
+    return _encoder(name, level, level, wbits, mem_level, strategy, flush_mode), name
 
 
-def _isal_compressobj(level: int, wbits: int, mem_level: int, strategy: int) -> Any:
-    mapped = isal_level(level)
-    assert mapped is not None
-    fast = _module("isal").compressobj(mapped, zlib.DEFLATED, wbits, mem_level, 0)
-    return _ZlibHeader(fast, _zlib_header(level, wbits, mem_level, strategy))
+def _encoder(
+    name: str,
+    backend_level: int,
+    level: int,
+    wbits: int,
+    mem_level: int,
+    strategy: int,
+    flush_mode: int,
+) -> Any:
+    """The compressor of backend ``name`` at ``backend_level`` for a stream asked for at
+    zlib ``level``: chunked over threads where that pays, else one stream; its
+    header is always zlib's for ``level`` and these options."""
+    threads = deflate_threads()
+    if name != "zlib" and flush_mode == zlib.Z_NO_FLUSH and threads > 1:
+        return _Chunked(name, backend_level, level, wbits, mem_level, strategy, threads)
+    z: Any
+    if name == "zlib":
+        z = zlib.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy)
+        return _Named(z, name, level)
+    if name == "isal":
+        z = _module("isal").compressobj(backend_level, zlib.DEFLATED, wbits, mem_level, 0)
+    else:
+        z = _module(name).compressobj(backend_level, zlib.DEFLATED, wbits, mem_level, strategy)
+    if name == "isal" or backend_level != level:
+        # ISA-L's headers, and zlib-ng's at another level, differ from zlib's.
+        z = _ZlibHeader(z, _zlib_header(level, wbits, mem_level, strategy))
+    return _Named(z, name, backend_level)
 
 
-#: Bytes an ``auto`` writer judges ISA-L on (its first input, or all of it if less).
+#: Bytes an ``auto`` writer judges the faster encoders on (its first input, or all of it).
 TRIAL_BYTES = 128 * 1024
-#: ``auto`` keeps ISA-L when its output is at most this many times zlib's.
+#: ``auto`` keeps a faster encoder when its output is at most this many times zlib's.
 SIZE_TOLERANCE = 1.03
+#: ``auto`` also tries zlib-ng up to this many levels below the one asked for.
+LADDER_STEPS = 2
 
 
 class _Trial:
-    """A compressor that picks ISA-L or the exact encoder on its first input.
+    """A compressor that picks its encoder on its first input.
 
-    Its first :data:`TRIAL_BYTES` are compressed by the exact encoder (the stream
-    it would write) and, on the side, by ISA-L in one shot; ISA-L is kept when its
-    output is not more than :data:`SIZE_TOLERANCE` times bigger. The exact
-    encoder's work on the sample is kept when it wins, so choosing it costs one
-    ISA-L pass over the sample; choosing ISA-L costs one exact pass.
+    Its first :data:`TRIAL_BYTES` (or all its input, if less) are compressed by
+    the standard library's zlib at the level asked for (the size TensorFlow's
+    writer gets) and by each encoder of the ladder (:func:`_ladder`), fastest
+    first; the first whose output is at most :data:`SIZE_TOLERANCE` times zlib's
+    is kept, else zlib-ng (or zlib) at the level asked for. The kept encoder then
+    compresses the stream from its start.
     """
 
-    __slots__ = ("_args", "_n", "_pending", "_z", "backend")
+    __slots__ = ("_args", "_n", "_pending", "_z", "backend", "level")
 
-    def __init__(self, level: int, wbits: int, mem_level: int, strategy: int) -> None:
-        self._args = (level, wbits, mem_level, strategy)
+    def __init__(
+        self, level: int, wbits: int, mem_level: int, strategy: int, flush_mode: int
+    ) -> None:
+        self._args = (level, wbits, mem_level, strategy, flush_mode)
         self._pending: list[bytes] = []
         self._n = 0
         self._z: Any = None
-        #: ``"isal"`` or the exact encoder's name once decided; ``""`` before.
+        #: The backend kept (``"isal"``, ``"zlib-ng"`` or ``"zlib"``); ``""`` before.
         self.backend = ""
+        #: The kept backend's level.
+        self.level = level
 
     def _decide(self) -> bytes:
-        level, wbits, mem_level, strategy = self._args
+        level, wbits, mem_level, strategy, flush_mode = self._args
         sample = b"".join(self._pending)
         self._pending = []
-        exact = _exact()
-        z = _module(exact).compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy)
-        head = z.compress(sample)
-        exact_size = len(head) + len(z.copy().flush(zlib.Z_FINISH))
-        mapped = isal_level(level)
-        fast_size = len(_module("isal").compress(sample, mapped, -15)) if sample else 0
-        if fast_size <= exact_size * SIZE_TOLERANCE:
-            self._z = _isal_compressobj(level, wbits, mem_level, strategy)
-            self.backend = "isal"
-            return bytes(self._z.compress(sample))
-        self._z = z
-        self.backend = exact
-        return bytes(head)
+        name, chosen = _exact(), level
+        if sample:
+            bits = _raw_bits(wbits)
+            limit = len(zlib.compress(sample, _zlib_level(level), -bits)) * SIZE_TOLERANCE
+            for backend, backend_level in _ladder(level, mem_level, strategy, flush_mode):
+                if len(_module(backend).compress(sample, backend_level, -bits)) <= limit:
+                    name, chosen = backend, backend_level
+                    break
+        self._z = _encoder(name, chosen, level, wbits, mem_level, strategy, flush_mode)
+        self.backend, self.level = name, chosen
+        return bytes(self._z.compress(sample))
 
     def compress(self, data: Any) -> bytes:
         if self._z is not None:
@@ -295,6 +338,200 @@ class _Trial:
         head = self._decide() if self._z is None else b""
         out: bytes = self._z.flush(mode)
         return head + out if head else out
+
+    def close(self) -> None:
+        if self._z is not None:
+            self._z.close()
+
+
+class _Named:
+    """A one-stream compressor, with the backend and level that make it."""
+
+    __slots__ = ("_z", "backend", "compress", "flush", "level")
+
+    def __init__(self, z: Any, backend: str, level: int) -> None:
+        self._z = z
+        self.compress = z.compress
+        self.flush = z.flush
+        self.backend = backend
+        self.level = level
+
+    def close(self) -> None:
+        pass
+
+
+def _raw_bits(wbits: int) -> int:
+    """The window bits (9-15) of a zlib ``wbits`` (raw, zlib or gzip form)."""
+    bits = -wbits if wbits < 0 else wbits - 16 if wbits > 15 else wbits
+    return max(bits, 9)
+
+
+# --------------------------------------------------------------------------- chunked deflate
+
+#: Input bytes each thread of a chunked deflate compresses at a time.
+DEFLATE_CHUNK = 1024 * 1024
+
+
+def deflate_threads() -> int:
+    """Threads a writer's deflate uses (0 or 1: it deflates in the writer's thread)."""
+    return min(_cores(), 8)
+
+
+def _deflate_piece(
+    mod: Any,
+    level: int,
+    bits: int,
+    mem_level: int,
+    strategy: int,
+    zdict: bytes,
+    data: Any,
+    mode: int,
+) -> bytes:
+    """Raw deflate of one piece, primed with the bytes before it; ends byte-aligned."""
+    if zdict:
+        z = mod.compressobj(level, zlib.DEFLATED, -bits, mem_level, strategy, zdict=zdict)
+    else:
+        z = mod.compressobj(level, zlib.DEFLATED, -bits, mem_level, strategy)
+    out: bytes = z.compress(data) + z.flush(mode)
+    return out
+
+
+class _Chunked:
+    """One standard GZIP/ZLIB stream, deflated a :data:`DEFLATE_CHUNK` at a time by threads.
+
+    Each chunk is deflated independently, primed with the window of input before
+    it (so matches still reach back as far as one stream's would), and ends with
+    a sync flush (byte-aligned, not final); the last ends the stream. Joined in
+    order behind zlib's header and followed by the checksum of all the input
+    (CRC-32 and size for GZIP, Adler-32 for ZLIB), they are one ordinary deflate
+    stream that any inflater reads. At most two chunks per thread are in flight,
+    so memory stays flat; a file of one chunk is deflated in the caller's thread.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        backend_level: int,
+        level: int,
+        wbits: int,
+        mem_level: int,
+        strategy: int,
+        threads: int,
+    ) -> None:
+        #: The backend deflating (``"isal"`` or ``"zlib-ng"``) and its level.
+        self.backend = backend
+        self.level = backend_level
+        #: Threads deflating.
+        self.threads = threads
+        self._mod = _module(backend)
+        self._bits = _raw_bits(wbits)
+        self._window = 1 << self._bits
+        self._opts = (backend_level, mem_level, 0 if backend == "isal" else strategy)
+        self._form = "gzip" if wbits > 15 else "zlib" if wbits > 0 else "raw"
+        self._head = _zlib_header(level, wbits, mem_level, strategy)
+        self._check = 0 if self._form == "gzip" else 1
+        self._size = 0
+        self._pieces: list[bytes] = []
+        self._n = 0
+        self._zdict = b""
+        self._pool: Any = None
+        self._running: deque[Any] = deque()
+        self._done: list[bytes] = []
+        self._finished = False
+
+    def _submit(self, data: Any, mode: int) -> None:
+        """Deflate ``data`` (bytes, or a view of bytes) after everything submitted so far."""
+        if self._form == "gzip":
+            self._check = self._mod.crc32(data, self._check)
+        elif self._form == "zlib":
+            self._check = self._mod.adler32(data, self._check)
+        self._size += len(data)
+        level, mem_level, strategy = self._opts
+        args = (self._mod, level, self._bits, mem_level, strategy, self._zdict, data, mode)
+        window = self._window
+        if mode == zlib.Z_FULL_FLUSH:
+            self._zdict = b""
+        elif len(data) >= window:
+            self._zdict = bytes(data[len(data) - window :])
+        else:
+            self._zdict = (self._zdict + bytes(data))[-window:]
+        if self._pool is None and mode == zlib.Z_FINISH and not self._running:
+            self._done.append(_deflate_piece(*args))  # all in one chunk: no thread needed
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(
+                self.threads, thread_name_prefix="tfrecord_lite-deflate"
+            )
+        while len(self._running) >= 2 * self.threads:
+            self._done.append(self._running.popleft().result())
+        self._running.append(self._pool.submit(_deflate_piece, *args))
+
+    def _take(self, wait: bool) -> bytes:
+        """The output ready so far, in order (``wait``: of everything submitted)."""
+        running, done = self._running, self._done
+        while running and (wait or running[0].done()):
+            done.append(running.popleft().result())
+        if not done:
+            return b""
+        if self._head:
+            done.insert(0, self._head)
+            self._head = b""
+        out = b"".join(done)
+        done.clear()
+        return out
+
+    def _cut(self, mode: int) -> None:
+        """Submit what is buffered (a sync flush at its end; ``mode`` at the last piece)."""
+        data = b"".join(self._pieces) if len(self._pieces) != 1 else self._pieces[0]
+        self._pieces, self._n = [], 0
+        view = memoryview(data)
+        step = DEFLATE_CHUNK
+        while len(view) - step >= step // 2:  # whole chunks; the last one up to 1.5x
+            self._submit(view[:step], zlib.Z_SYNC_FLUSH)
+            view = view[step:]
+        self._submit(view if len(view) != len(data) else data, mode)
+
+    def compress(self, data: Any) -> bytes:
+        if self._finished:
+            raise zlib.error("compress() after the stream was finished")
+        if len(data):
+            self._pieces.append(data if type(data) is bytes else bytes(data))
+            self._n += len(data)
+            if self._n >= DEFLATE_CHUNK:
+                self._cut(zlib.Z_SYNC_FLUSH)
+        return self._take(False)
+
+    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
+        if self._finished:
+            return b""
+        if mode == zlib.Z_NO_FLUSH:
+            return self._take(False)
+        if mode == zlib.Z_FINISH:
+            self._cut(zlib.Z_FINISH)
+            out = self._take(True)
+            self._finished = True
+            self.close()
+            if self._form == "gzip":
+                return out + struct.pack("<II", self._check & 0xFFFFFFFF, self._size & 0xFFFFFFFF)
+            if self._form == "zlib":
+                return out + struct.pack(">I", self._check & 0xFFFFFFFF)
+            return out
+        # Z_SYNC_FLUSH, Z_FULL_FLUSH (and the rest): everything so far, byte-aligned.
+        self._cut(zlib.Z_FULL_FLUSH if mode == zlib.Z_FULL_FLUSH else zlib.Z_SYNC_FLUSH)
+        return self._take(True)
+
+    def close(self) -> None:
+        """Stop the threads (waiting for the chunks they are on). Idempotent."""
+        pool, self._pool = self._pool, None
+        self._running.clear()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 def _zlib_header(level: int, wbits: int, mem_level: int, strategy: int) -> bytes:

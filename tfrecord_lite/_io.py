@@ -588,7 +588,8 @@ class TFRecordWriter:
                 done = True
             finally:
                 self._file = None
-                self._zobj = None
+                zobj, self._zobj = self._zobj, None
+                _close_quietly(zobj)  # a threaded deflate's threads stop here
                 self._tmp_path = None
                 if self._owns_file:
                     f.close()
@@ -602,7 +603,8 @@ class TFRecordWriter:
             if f is None or tmp is None:
                 return
             self._file = None
-            self._zobj = None
+            zobj, self._zobj = self._zobj, None
+            _close_quietly(zobj)
             self._tmp_path = None
             self._parts = []
             try:

@@ -143,3 +143,26 @@ def test_default_size_close_to_tensorflows(
     assert ratio <= _compress.SIZE_TOLERANCE, ratio
     if name == "zlib":
         assert ours.read_bytes() == theirs.read_bytes()
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+@pytest.mark.parametrize("backend_name", [b for b in BACKENDS if b != "zlib"])
+def test_tensorflow_reads_chunked_deflate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: str, backend_name: str
+) -> None:
+    # Deflate over threads, a chunk at a time (small chunks: many of them, matches
+    # across their boundaries), joined into one stream: TensorFlow reads it whole,
+    # after flushes, at every level and window size.
+    monkeypatch.setenv(ENV, backend_name)
+    monkeypatch.setattr(_compress, "DEFLATE_CHUNK", 20_000)
+    monkeypatch.setattr(_compress, "deflate_threads", lambda: 2)
+    records = records_for(7, n=400)
+    for level, window_bits in ((-1, None), (1, None), (6, 10), (9, 15)):
+        path = tmp_path / f"c{level}"
+        opts = tfr.TFRecordOptions(compression, compression_level=level, window_bits=window_bits)
+        with tfr.TFRecordWriter(path, opts) as w:
+            w.write_all(records[:150])
+            w.flush()
+            w.write_all(records[150:])
+            assert w._zobj.backend == "zlib" or w._zobj.threads == 2  # isal: no level 9
+        assert tf_read(path, compression) == records, (level, window_bits)
