@@ -31,8 +31,8 @@ worker keeps a pool of shared-memory slots (torch's own shared memory,
 slot and torch's queue carries only a small descriptor (the slot's memory goes
 across once, the first time the slot is used). An object array of ``bytes`` (a
 ``string`` feature) is written into a slot as one flat stream of lengths and
-values (a protocol-3 pickle of the list of values, which the C unpickler turns
-back into ``bytes`` objects at memcpy speed). The main process does not copy
+values (a pickle of the list of values that the C pickler writes straight into
+the slot, and the C unpickler turns back into ``bytes`` objects at memcpy speed). The main process does not copy
 numeric arrays out: an array (or tensor) it hands you *is* its slot's memory,
 lent to you alone; the worker reuses the slot only once the array and every
 view of it are gone (so a batch you keep stays intact, and a pool grows only
@@ -254,6 +254,25 @@ def _order(a: np.ndarray) -> _Order:
     return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
 
 
+class _SlotWriter:
+    """A file-like ``write`` into a slot's memory, for the pickler."""
+
+    __slots__ = ("mv", "pos")
+
+    def __init__(self, mv: memoryview) -> None:
+        self.mv = mv
+        self.pos = 0
+
+    def write(self, data: Any) -> int:
+        n = len(data)
+        end = self.pos + n
+        if end > len(self.mv):
+            raise ValueError("tfrecord_lite.torch: slot overflow")
+        self.mv[self.pos : end] = data
+        self.pos = end
+        return n
+
+
 def _pack(a: np.ndarray) -> Optional[tuple[Any, ...]]:
     """Copy ``a`` into a slot (or pack a small bytes array inline); None: pickle it as usual."""
     pool = _POOL
@@ -266,15 +285,24 @@ def _pack(a: np.ndarray) -> Optional[tuple[Any, ...]]:
         values = a.ravel(order=order).tolist()
         if set(map(type, values)) != {bytes}:
             return None
-        # A pickle of a list of bytes, protocol 3 (no framing): one opcode and a
-        # length per value, written at memcpy speed, and read back by the C
-        # unpickler straight into bytes objects.
-        stream = pickle.dumps(values, protocol=3)
-        slot = pool.acquire(len(stream)) if len(stream) >= INLINE_BYTES else None
-        if slot is None:
-            return (_rebuild_bytes_inline, (stream, a.shape, order))
-        slot.buf[_HEADER : _HEADER + len(stream)] = np.frombuffer(stream, np.uint8)
-        return (_rebuild_bytes, (*pool.describe(slot), len(stream), a.shape, order))
+        # A pickle of the list of values, streamed by the C pickler straight into
+        # the slot (protocol 4 frames of ~64 KiB, no memo, no temporary of the
+        # whole stream): one opcode and a length per value, and read back by the
+        # C unpickler straight into bytes objects.
+        payload = sum(map(len, values))
+        bound = payload + 20 * len(values) + 64  # opcodes, lengths, frame headers
+        slot = pool.acquire(bound) if bound >= INLINE_BYTES else None
+        if slot is not None:
+            writer = _SlotWriter(slot.buf[_HEADER : _HEADER + bound].data)
+            pickler = pickle.Pickler(writer, protocol=4)
+            pickler.fast = True  # no memo: every value is written once anyway
+            try:
+                pickler.dump(values)
+            except ValueError:  # pragma: no cover - the bound above always holds
+                slot.buf[0] = _FREE
+            else:
+                return (_rebuild_bytes, (*pool.describe(slot), writer.pos, a.shape, order))
+        return (_rebuild_bytes_inline, (pickle.dumps(values, protocol=4), a.shape, order))
     nbytes = a.nbytes
     if nbytes < INLINE_BYTES:
         return None
