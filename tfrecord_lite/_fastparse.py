@@ -463,6 +463,33 @@ def _owner_major(
     return tuple(out)
 
 
+def _walk_fields(
+    data: np.ndarray, act: np.ndarray, cur: np.ndarray, lim: np.ndarray, ok: np.ndarray
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Walk regions ``cur[i]..lim[i]`` of fields 1 (tag 0x0A, length-delimited) in lockstep.
+
+    Step k reads the k-th field of every region still going: returns, per step,
+    the owners (``act`` values) and payload starts and ends. An owner whose region
+    holds anything else, or a field running past its end, is marked in ``ok``.
+    """
+    owners: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    while len(act):
+        tag_ok = data[cur] == 0x0A
+        s, e, fits = _length_field(data, cur + 1, lim)
+        good = tag_ok & fits
+        if not good.all():
+            ok[act[~good]] = False
+            act, s, e, lim = act[good], s[good], e[good], lim[good]
+        owners.append(act)
+        starts.append(s)
+        ends.append(e)
+        more = e < lim
+        act, cur, lim = act[more], e[more], lim[more]
+    return owners, starts, ends
+
+
 def _bytes_items(
     data: np.ndarray, ls: np.ndarray, le: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -472,28 +499,13 @@ def _bytes_items(
     """
     m = len(ls)
     good_list = np.ones(m, dtype=bool)
-    owners: list[np.ndarray] = []
-    starts: list[np.ndarray] = []
-    lens: list[np.ndarray] = []
     act = np.flatnonzero(ls < le)
-    cur = ls[act]
-    lim = le[act]
-    while len(act):
-        tag_ok = data[cur] == 0x0A
-        s, e, fits = _length_field(data, cur + 1, lim)
-        good = tag_ok & fits
-        if not good.all():
-            good_list[act[~good]] = False
-        owners.append(act[good])
-        starts.append(s[good])
-        lens.append((e - s)[good])
-        more = good & (e < lim)
-        act, cur, lim = act[more], e[more], lim[more]
+    owners, starts, ends = _walk_fields(data, act, ls[act], le[act], good_list)
     if not owners:
         z = np.zeros(0, dtype=np.int64)
         return np.zeros(m, dtype=np.int64), z, z, good_list
-    owner, start, length = _owner_major(m, owners, starts, lens)
-    return np.bincount(owner, minlength=m).astype(np.int64), start, length, good_list
+    owner, start, end = _owner_major(m, owners, starts, ends)
+    return np.bincount(owner, minlength=m).astype(np.int64), start, end - start, good_list
 
 
 def _float_values(
@@ -598,23 +610,8 @@ def _walk_features(
     entries of all records, then the second ones, ...); owners whose entries are
     malformed are marked in ``ok``.
     """
-    owners: list[np.ndarray] = []
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
     act = np.flatnonzero(ok & (fs < fe))
-    cur = fs[act]
-    lim = fe[act]
-    while len(act):
-        tag_ok = data[cur] == 0x0A
-        s, e, fits = _length_field(data, cur + 1, lim)
-        good = tag_ok & fits
-        if not good.all():
-            ok[act[~good]] = False
-        owners.append(act[good])
-        starts.append(s[good])
-        ends.append(e[good])
-        more = good & (e < lim)
-        act, cur, lim = act[more], e[more], lim[more]
+    owners, starts, ends = _walk_fields(data, act, fs[act], fe[act], ok)
     if not owners:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z
