@@ -262,7 +262,7 @@ def test_auto_keeps_the_fastest_encoder_within_tolerance(
     }
     for label, data in samples.items():
         for level in (-1, 1, 4, 6):
-            sample = data[: _compress.TRIAL_BYTES]
+            sample = data[: _compress.TRIAL_BYTES]  # what the trial judges
             z, name = _compress.compressobj(level, wbits, 9, 0)
             assert name == "auto"
             blob = z.compress(data) + z.flush()

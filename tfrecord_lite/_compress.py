@@ -315,9 +315,10 @@ class _Trial:
         name, chosen = _exact(), level
         if sample:
             bits = _raw_bits(wbits)
-            limit = len(zlib.compress(sample, _zlib_level(level), -bits)) * SIZE_TOLERANCE
+            trial = sample[:TRIAL_BYTES]
+            limit = len(zlib.compress(trial, _zlib_level(level), -bits)) * SIZE_TOLERANCE
             for backend, backend_level in _ladder(level, mem_level, strategy, flush_mode):
-                if len(_module(backend).compress(sample, backend_level, -bits)) <= limit:
+                if len(_module(backend).compress(trial, backend_level, -bits)) <= limit:
                     name, chosen = backend, backend_level
                     break
         self._z = _encoder(name, chosen, level, wbits, mem_level, strategy, flush_mode)
@@ -384,16 +385,18 @@ def _deflate_piece(
     mem_level: int,
     strategy: int,
     zdict: bytes,
-    data: Any,
+    parts: list[Any],
     mode: int,
 ) -> bytes:
-    """Raw deflate of one piece, primed with the bytes before it; ends byte-aligned."""
+    """Raw deflate of one chunk (``parts``, in order), primed with the bytes before it;
+    it ends byte-aligned (``mode``: a sync or full flush) or ends the stream (Z_FINISH)."""
     if zdict:
         z = mod.compressobj(level, zlib.DEFLATED, -bits, mem_level, strategy, zdict=zdict)
     else:
         z = mod.compressobj(level, zlib.DEFLATED, -bits, mem_level, strategy)
-    out: bytes = z.compress(data) + z.flush(mode)
-    return out
+    out = [z.compress(part) for part in parts]
+    out.append(z.flush(mode))
+    return b"".join(out)
 
 
 class _Chunked:
@@ -439,22 +442,32 @@ class _Chunked:
         self._done: list[bytes] = []
         self._finished = False
 
-    def _submit(self, data: Any, mode: int) -> None:
-        """Deflate ``data`` (bytes, or a view of bytes) after everything submitted so far."""
-        if self._form == "gzip":
-            self._check = self._mod.crc32(data, self._check)
-        elif self._form == "zlib":
-            self._check = self._mod.adler32(data, self._check)
-        self._size += len(data)
+    def _submit(self, parts: list[Any], mode: int) -> None:
+        """Deflate ``parts`` (bytes, or views of bytes) after everything submitted so far."""
+        mod, check = self._mod, self._check
+        for part in parts:
+            if self._form == "gzip":
+                check = mod.crc32(part, check)
+            elif self._form == "zlib":
+                check = mod.adler32(part, check)
+            self._size += len(part)
+        self._check = check
         level, mem_level, strategy = self._opts
-        args = (self._mod, level, self._bits, mem_level, strategy, self._zdict, data, mode)
+        args = (mod, level, self._bits, mem_level, strategy, self._zdict, parts, mode)
         window = self._window
         if mode == zlib.Z_FULL_FLUSH:
             self._zdict = b""
-        elif len(data) >= window:
-            self._zdict = bytes(data[len(data) - window :])
-        else:
-            self._zdict = (self._zdict + bytes(data))[-window:]
+        else:  # the last ``window`` bytes of input so far prime the next chunk
+            tail: list[bytes] = []
+            need = window
+            for part in reversed(parts):
+                take = bytes(part[-need:]) if len(part) > need else bytes(part)
+                tail.append(take)
+                need -= len(take)
+                if need <= 0:
+                    break
+            tail.append(self._zdict[-need:] if need > 0 else b"")
+            self._zdict = b"".join(reversed(tail))[-window:]
         if self._pool is None and mode == zlib.Z_FINISH and not self._running:
             self._done.append(_deflate_piece(*args))  # all in one chunk: no thread needed
             return
@@ -482,16 +495,29 @@ class _Chunked:
         done.clear()
         return out
 
-    def _cut(self, mode: int) -> None:
-        """Submit what is buffered (a sync flush at its end; ``mode`` at the last piece)."""
-        data = b"".join(self._pieces) if len(self._pieces) != 1 else self._pieces[0]
-        self._pieces, self._n = [], 0
-        view = memoryview(data)
+    def _cut(self, mode: Optional[int]) -> None:
+        """Submit the buffered input a chunk at a time; the rest is submitted with
+        ``mode`` at its end, or (``None``) stays buffered."""
         step = DEFLATE_CHUNK
-        while len(view) - step >= step // 2:  # whole chunks; the last one up to 1.5x
-            self._submit(view[:step], zlib.Z_SYNC_FLUSH)
-            view = view[step:]
-        self._submit(view if len(view) != len(data) else data, mode)
+        group: list[Any] = []
+        size = 0
+        piece: Any
+        for piece in self._pieces:
+            while size + len(piece) >= step:
+                cut = step - size
+                view = memoryview(piece)
+                group.append(view[:cut] if cut < len(piece) else piece)
+                self._submit(group, zlib.Z_SYNC_FLUSH)
+                group, size = [], 0
+                piece = view[cut:]
+            if len(piece):
+                group.append(piece)
+                size += len(piece)
+        if mode is None:
+            self._pieces, self._n = group, size
+        else:
+            self._pieces, self._n = [], 0
+            self._submit(group, mode)
 
     def compress(self, data: Any) -> bytes:
         if self._finished:
@@ -500,7 +526,7 @@ class _Chunked:
             self._pieces.append(data if type(data) is bytes else bytes(data))
             self._n += len(data)
             if self._n >= DEFLATE_CHUNK:
-                self._cut(zlib.Z_SYNC_FLUSH)
+                self._cut(None)
         return self._take(False)
 
     def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
