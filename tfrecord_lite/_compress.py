@@ -18,29 +18,46 @@ chooses: ``auto`` (default), ``isal``, ``zlib-ng`` or ``zlib``. Naming a backend
 that is not installed is an ``ImportError`` with the line that installs it.
 ``zlib`` gives the bytes ``tf.io.TFRecordWriter`` writes, byte for byte.
 
-``auto`` keeps files as small as TensorFlow's: each writer compresses its first
-:data:`TRIAL_BYTES` with ISA-L and with zlib (zlib-ng when installed) and keeps
-ISA-L only when its output is at most 3% bigger (:data:`SIZE_TOLERANCE`);
-otherwise it goes on with zlib (zlib-ng). Without ISA-L, ``auto`` is zlib-ng when
-installed, else zlib, silently.
+``auto`` keeps files as small as TensorFlow's (within 3%) and writes them as
+fast as that allows. Each writer compresses its first :data:`TRIAL_BYTES` with
+the standard library's zlib at the level asked for (the size TensorFlow gets)
+and with a ladder of faster encoders, fastest first: ISA-L level 1, then zlib-ng
+at up to :data:`LADDER_STEPS` levels below the one asked for (for the default,
+zlib level 6: zlib-ng 4, then 5). It keeps the first whose output is at most
+:data:`SIZE_TOLERANCE` (1.03) times zlib's, else zlib-ng (zlib when zlib-ng is
+not installed) at the level asked for. Without the fast extra, ``auto`` is
+zlib, silently.
 
-``compression_level`` on ISA-L (which has levels 0-3, not zlib's 0-9):
+How ``compression_level`` maps onto the backends:
 
-=========================  ======================================================
-zlib level (TF option)     used with ISA-L
-=========================  ======================================================
--1 (TF's default = zlib 6)  ISA-L level 1
-1 - 6                      ISA-L level 1
-0 (store only)             zlib 0: ISA-L has no stored-only level
-7 - 9                      zlib (zlib-ng) at that level: asked for the smallest output
-=========================  ======================================================
+==========================  ================================  ========================
+zlib level (TF option)      ``auto``: first within 3% of       ``isal`` / ``zlib-ng``
+                            zlib's size on the sample          by name
+==========================  ================================  ========================
+-1 (TF's default = zlib 6)  ISA-L 1, zlib-ng 4, 5, zlib-ng 6   ISA-L 1 / zlib-ng 6
+1 - 6 (``L``)               ISA-L 1, zlib-ng L-2, L-1, L       ISA-L 1 / zlib-ng L
+0 (store only)              zlib-ng 0                          zlib 0 / zlib-ng 0
+7 - 9                       zlib-ng at that level              zlib / zlib-ng: that level
+==========================  ================================  ========================
 
-ISA-L level 1 is its fastest level, and on the benchmark data its output is
-within 2% of its levels 2 and 3. A writer whose options ISA-L cannot honour uses
-zlib: ``mem_level`` other than TensorFlow's 9, a ``compression_strategy`` other
-than 0, or ``flush_mode=Z_PARTIAL_FLUSH``. Window bits 9-15 (and the gzip forms)
-are honoured by every backend. Whatever encodes the data, the file starts with
-the header zlib writes for the same options.
+Levels 7-9 ask for the smallest output, and get it at that level. ISA-L has
+levels 0-3, not zlib's 0-9; its level 1 is its fastest, and within 2% of its
+levels 2 and 3 on the benchmark data. A writer whose options ISA-L cannot honour
+uses zlib (or, with ``auto``, zlib-ng at the level asked for): ``mem_level``
+other than TensorFlow's 9, a ``compression_strategy`` other than 0, or
+``flush_mode=Z_PARTIAL_FLUSH``. Window bits 9-15 (and the gzip forms) are
+honoured by every backend. Whatever encodes the data, the file starts with the
+header zlib writes for the same options (level included).
+
+Deflating over threads: on a machine with more than one core, ISA-L and zlib-ng
+(never ``zlib`` by name, whose bytes are TensorFlow's) deflate
+:data:`DEFLATE_CHUNK` at a time on a thread per core (at most 8), the way pigz
+does: each chunk is primed with the 32 KiB of input before it (the deflate
+window; so sizes stay within about 0.1% of one stream's), ends with a sync flush,
+and the chunks joined behind zlib's header and followed by the CRC-32 and size
+(GZIP) or Adler-32 (ZLIB) of the whole input are one ordinary deflate stream.
+At most two chunks per thread are in flight. A writer with a per-record
+``flush_mode`` deflates in its own thread; so does a file of one chunk.
 
 Reading: ISA-L's inflater cannot be copied, and a damaged stream must still
 give back every record before the damage. So ISA-L inflates only streams that
