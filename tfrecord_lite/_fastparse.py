@@ -211,11 +211,9 @@ def _decode_packed_varints(
         values = raw.astype(np.int64)
     else:
         values = _varint_values(raw, starts, widths)
-    cum = np.zeros(len(raw) + 1, dtype=np.int64)
-    np.cumsum(term, out=cum[1:])
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    counts = cum[offsets[1:]] - cum[offsets[:-1]]
+    # Varints per region: the last bytes (``ends``) before its end, less those before its start.
+    bounds = np.searchsorted(ends, region_end + 1)
+    counts = np.diff(bounds, prepend=0)
     return values, counts
 
 
@@ -1080,9 +1078,19 @@ def merge_columns(n: int, parts: list[tuple[np.ndarray, FastColumn]], dtype: DTy
     for idx, col in parts:
         present[idx] = col.present
         counts[idx] = col.counts
+    np_dtype = object if dtype is string else dtype.np_dtype
+    spans = {(int(c.counts.min()), int(c.counts.max())) for _, c in parts if len(c.counts)}
+    if len(spans) == 1 and sum(len(idx) for idx, _ in parts) == n:
+        low, high = spans.pop()
+        if low == high:
+            # The same number of values in every record: place whole rows.
+            rows = np.empty((n, low), dtype=np_dtype)
+            for idx, col in parts:
+                rows[idx] = col.values.reshape(len(idx), low)
+            return FastColumn(present, counts, rows.reshape(-1))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    values = np.empty(int(offsets[-1]), dtype=object if dtype is string else dtype.np_dtype)
+    values = np.empty(int(offsets[-1]), dtype=np_dtype)
     for idx, col in parts:
         local = np.zeros(len(col.counts) + 1, dtype=np.int64)
         np.cumsum(col.counts, out=local[1:])
