@@ -952,21 +952,13 @@ def _layout_columns(
 
 
 def _layout_group(
-    records: Sequence[bytes],
-    data: np.ndarray,
-    starts: np.ndarray,
-    lengths: np.ndarray,
-    group: np.ndarray,
-    needed: Mapping[str, DType],
+    records: Sequence[bytes], group: np.ndarray, needed: Mapping[str, DType]
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
     """Handle the records of ``group`` (equal lengths) that follow the first one's layout."""
     layout = _layout(records[int(group[0])])
     width = layout.length
-    if len(group) == len(records) and width:
-        rows = data[: len(records) * width].reshape(len(records), width)  # no copy
-    else:
-        joined = b"".join([records[i] for i in group.tolist()])
-        rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(group), width)
+    chosen = records if len(group) == len(records) else [records[i] for i in group.tolist()]
+    rows = np.frombuffer(b"".join(chosen), dtype=np.uint8).reshape(len(group), width)
     ok = (rows[:, layout.struct] == layout.template).all(axis=1)
     for kind, items in layout.regions.values():
         if kind == "int64_list" and items and items[0][1]:
@@ -1031,12 +1023,8 @@ def extract(
 def _extract_window(
     records: Sequence[bytes], lengths: np.ndarray, needed: Mapping[str, DType], table: KeyTable
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
-    """:func:`extract` of records joined into one buffer."""
+    """:func:`extract` of one window of records."""
     n = len(records)
-    buf = b"".join([*records, bytes(_PAD)])
-    data = np.frombuffer(buf, dtype=np.uint8)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
     handled = np.zeros(n, dtype=bool)
     parts: list[tuple[np.ndarray, dict[str, FastColumn]]] = []
     # 1. The records of each common length (varint widths vary, so there may be a
@@ -1047,16 +1035,20 @@ def _extract_window(
             break
         group = np.flatnonzero(lengths == sizes[k])
         try:
-            found = _layout_group(records, data, starts, lengths, group, needed)
+            found = _layout_group(records, group, needed)
         except _GiveUp:
             found = None
         if found is not None and len(found[0]):
             handled[found[0]] = True
             parts.append(found)
-    # 2. The rest: the entry walk, whatever their layouts.
+    # 2. The rest: the entry walk, whatever their layouts, over the rest joined.
     rest = np.flatnonzero(~handled)
     if len(rest) and table.usable:
-        ok, cols = _walk(buf, data, starts[rest], ends[rest], table, needed)
+        chosen = records if len(rest) == n else [records[i] for i in rest.tolist()]
+        buf = b"".join([*chosen, bytes(_PAD)])
+        data = np.frombuffer(buf, dtype=np.uint8)
+        ends = np.cumsum(lengths[rest])
+        ok, cols = _walk(buf, data, ends - lengths[rest], ends, table, needed)
         if ok.any():
             handled[rest[ok]] = True
             parts.append((rest[ok], cols))
