@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_dataloader [--workers 0,1,2,4,8,16] [--repeats 5] [--epochs 3]
                                           [--records 60000] [--batch 1024] [--handoff shm,pickle]
+                                          [--in-order true,false] [--prefetch 2]
 
 The pipeline is the one of a training script reading MNIST-like records
 (``image_raw`` 784 bytes, ``label``, ``dim``, written as ``--files`` shards):
@@ -17,7 +18,10 @@ for ``--epochs`` epochs (``set_epoch`` before each). Two element kinds:
 ``shm`` (the default of ``IterableDataset``: shared-memory slots reused across
 batches, the queue carrying small descriptors) and ``pickle``
 (``shared_memory=False``: torch's own pickling). ``workers=0`` is the in-process
-rate every ratio is taken against.
+rate every ratio is taken against. ``--in-order false`` also runs the worker
+counts with ``DataLoader(in_order=False)`` (each worker's batches still come in
+that worker's order; batches of different workers may come in a different
+interleaving), ``--prefetch`` sets ``prefetch_factor``.
 
 Every (workers, as_tensors, handoff) configuration runs in a fresh child process
 per repetition, configurations alternate (A B C A B C ...) so that drift on a
@@ -28,10 +32,16 @@ say more about the neighbours than about the code, the report also gives the
 CPU time per batch of the main process and of the workers after the first
 epoch (no start-up; read from /proc while the persistent workers live, else
 over the whole run), and the rate those alone allow on the cores this run may
-use: ``batch / max(main, workers / W, (main + workers) / cores)``. The
-machine's core count (``os.cpu_count()``)
-and the number of cores this process may run on (its affinity) are printed:
-worker counts above that cannot add throughput.
+use: ``batch / max(main, workers / W, (main + workers) / cores)``, and the
+share of those cores left idle after the first epoch
+(``1 - (main + workers) / (cores * wall)`` per batch: waiting on the DataLoader's
+in-order delivery, on the queues, or on other processes of the machine), and
+the time per batch the main process and the workers were runnable but waiting
+for a core (Linux schedstat: what the machine's other processes took, or what
+these processes took from each other when there are more of them than cores). The
+machine's core count (``os.cpu_count()``) and the number of cores this process
+may run on (its affinity) are printed: worker counts above that cannot add
+throughput.
 """
 
 from __future__ import annotations
@@ -64,20 +74,56 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _children() -> list[str]:
+    pids: list[str] = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids += f.read().split()
+    return pids
+
+
+def _schedstat(pids: list[str], field: int) -> float:
+    """Sum of one field of ``/proc/<pid>/task/*/schedstat`` (ns: 0 on a core, 1 runnable, waiting)."""
+    total = 0
+    for pid in pids:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[field])
+    return total / 1e9
+
+
 def _live_children_cpu() -> Optional[float]:
-    """CPU seconds used so far by this process's live children (Linux /proc), else None."""
+    """CPU seconds used so far by this process's live children (Linux /proc), else None.
+
+    From schedstat (nanoseconds) where the kernel has it, else from ``stat``
+    (clock ticks of 10 ms, coarse over a short run)."""
+    try:
+        pids = _children()
+    except (OSError, ValueError):
+        return None
+    try:
+        return _schedstat(pids, 0)
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         tick = os.sysconf("SC_CLK_TCK")
-        pids: list[str] = []
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as f:
-                pids += f.read().split()
         total = 0
         for pid in pids:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime
         return total / tick
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _run_queue_wait() -> Optional[float]:
+    """Seconds this process and its live children have spent runnable but waiting
+    for a core (Linux ``/proc/<pid>/task/*/schedstat``), else None: time taken by
+    the machine's other processes, or by these processes from each other when
+    there are more of them than cores."""
+    try:
+        return _schedstat(["self", *_children()], 1)
     except (OSError, ValueError, IndexError):
         return None
 
@@ -134,7 +180,9 @@ def child(args: argparse.Namespace) -> None:
     ds = tt.IterableDataset(pipeline, as_tensors=args.tensors, **kwargs)
     loader_kwargs: dict[str, Any] = {}
     if args.child_workers > 0:
-        loader_kwargs = {"persistent_workers": True, "prefetch_factor": 2}
+        loader_kwargs = {"persistent_workers": True, "prefetch_factor": args.prefetch}
+        if not args.in_order_one:
+            loader_kwargs["in_order"] = False
     start = time.perf_counter()
     cpu_start = time.process_time()
     children_start = _children_cpu()
@@ -150,6 +198,7 @@ def child(args: argparse.Namespace) -> None:
     first_epoch = 0.0
     main_after_first = cpu_start
     workers_after_first: Optional[float] = None
+    wait_after_first: Optional[float] = None
     for epoch in range(args.epochs):
         ds.set_epoch(epoch)
         for batch in loader:
@@ -160,10 +209,12 @@ def child(args: argparse.Namespace) -> None:
             first_epoch = time.perf_counter() - start
             main_after_first = time.process_time()
             workers_after_first = _live_children_cpu()
+            wait_after_first = _run_queue_wait()
     seconds = time.perf_counter() - start
     main_cpu = time.process_time() - cpu_start
     main_later = time.process_time() - main_after_first
     workers_end = _live_children_cpu()
+    wait_end = _run_queue_wait()
     workers_later = (
         workers_end - workers_after_first
         if workers_end is not None and workers_after_first is not None
@@ -181,6 +232,12 @@ def child(args: argparse.Namespace) -> None:
         # after the first epoch: no start-up, persistent workers still alive
         "main_cpu_later": main_later,
         "worker_cpu_later": workers_later if args.child_workers else 0.0,
+        # after the first epoch: runnable, but the machine's cores were busy elsewhere
+        "run_queue_later": (
+            wait_end - wait_after_first
+            if wait_end is not None and wait_after_first is not None
+            else None
+        ),
     }
     print(json.dumps(result))
 
@@ -192,6 +249,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     )
     p.add_argument("--tensors", default="false,true", help="as_tensors values to run")
     p.add_argument("--handoff", default="shm,pickle", help="shm, pickle or both")
+    p.add_argument(
+        "--in-order",
+        default="true",
+        help="DataLoader in_order values to run with workers: true, false or both",
+    )
+    p.add_argument("--prefetch", type=int, default=2, help="DataLoader prefetch_factor")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--records", type=int, default=60_000)
@@ -209,29 +272,33 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--file", help=argparse.SUPPRESS)
     p.add_argument("--child-workers", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--tensors-one", choices=("false", "true"), help=argparse.SUPPRESS)
+    p.add_argument("--in-order-one", choices=("false", "true"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         args.tensors = args.tensors_one == "true"
+        args.in_order_one = args.in_order_one != "false"
         child(args)
         return 0
 
     workers = [int(w) for w in args.workers.split(",")]
     tensors = [t.strip().lower() == "true" for t in args.tensors.split(",")]
     handoffs = [h.strip() for h in args.handoff.split(",")]
+    orders = [o.strip().lower() != "false" for o in args.in_order.split(",")]
     cpu_count, affinity = _cores()
     print(
         f"os.cpu_count() = {cpu_count}, cores this run may use (affinity) = {affinity}; "
         f"{args.records:,} records in {args.files} file(s), batch {args.batch}, "
         f"{args.epochs} epochs, "
-        f"{args.repeats} repeats",
+        f"{args.repeats} repeats, prefetch_factor {args.prefetch}",
         flush=True,
     )
-    configs: list[tuple[bool, int, str]] = []
+    configs: list[tuple[bool, int, str, bool]] = []
     for t in tensors:
         for w in workers:
             for h in handoffs if w > 0 else ["-"]:
-                configs.append((t, w, h))
-    runs: dict[tuple[bool, int, str], list[tuple[float, ...]]] = {c: [] for c in configs}
+                for o in orders if w > 0 else [True]:
+                    configs.append((t, w, h, o))
+    runs: dict[tuple[bool, int, str, bool], list[tuple[float, ...]]] = {c: [] for c in configs}
     batches = args.epochs * -(-args.records // args.batch)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mnist.tfrecord")
@@ -240,7 +307,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
         for rep in range(args.repeats):
-            for t, w, h in configs:
+            for t, w, h, o in configs:
                 cmd = [
                     sys.executable,
                     "-m",
@@ -260,6 +327,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                     str(args.batch),
                     "--files",
                     str(args.files),
+                    "--prefetch",
+                    str(args.prefetch),
+                    "--in-order-one",
+                    "true" if o else "false",
                 ]
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=root)
                 if out.returncode != 0:
@@ -270,7 +341,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                     result["records"] != args.records * args.epochs
                     or result["labels"] != check * args.epochs
                 ):
-                    raise SystemExit(f"wrong data from {(t, w, h)}: {result}")
+                    raise SystemExit(f"wrong data from {(t, w, h, o)}: {result}")
                 total = result["records"] / result["seconds"]
                 later = (
                     args.records * (args.epochs - 1) / (result["seconds"] - result["first"])
@@ -283,30 +354,49 @@ def main(argv: Optional[list[str]] = None) -> int:
                 if result["worker_cpu_later"] is not None and later_batches:
                     main_us = result["main_cpu_later"] / later_batches * 1e6
                     worker_us = result["worker_cpu_later"] / later_batches * 1e6
-                runs[(t, w, h)].append((total, later, main_us, worker_us))
+                if args.epochs > 1:
+                    later_wall_us = (result["seconds"] - result["first"]) / later_batches * 1e6
+                else:
+                    later_wall_us = result["seconds"] / batches * 1e6
+                idle = 1 - (main_us + worker_us) / (affinity * later_wall_us)
+                queued = result["run_queue_later"]
+                wait_us = (
+                    queued / later_batches * 1e6
+                    if queued is not None and later_batches
+                    else float("nan")
+                )
+                runs[(t, w, h, o)].append((total, later, main_us, worker_us, idle, wait_us))
                 print(
                     f"  repeat {rep + 1}: as_tensors={t!s:5} workers={w:<2} {h:6} "
+                    f"{'' if o else 'in_order=False '}"
                     f"{total / 1e3:8.1f} k rec/s all epochs, {later / 1e3:8.1f} after the first; "
-                    f"CPU per batch: main {main_us:7.0f} us, workers {worker_us:7.0f} us",
+                    f"CPU per batch: main {main_us:7.0f} us, workers {worker_us:7.0f} us, "
+                    f"idle {idle:4.0%}, runnable but waiting for a core {wait_us:6.0f} us",
                     file=sys.stderr,
                     flush=True,
                 )
     print()
     print(
-        "| as_tensors | workers | hand-off | k rec/s, all epochs (median, min-max) | ratio "
-        "| k rec/s after epoch 1 (median, min-max) | ratio | CPU us/batch: main | workers "
-        f"| CPU-bound k rec/s on {affinity} cores | ratio |"
+        "| as_tensors | workers | hand-off | in_order | k rec/s, all epochs (median, min-max) "
+        "| ratio | k rec/s after epoch 1 (median, min-max) | ratio | CPU us/batch: main "
+        f"| workers | CPU-bound k rec/s on {affinity} cores | ratio | idle after epoch 1 "
+        "| waiting for a core us/batch |"
     )
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     table = []
     bound_base: dict[bool, float] = {}
-    for t, w, h in configs:
-        row: dict[str, Any] = {"as_tensors": t, "workers": w, "handoff": h if w else "in-process"}
+    for t, w, h, o in configs:
+        row: dict[str, Any] = {
+            "as_tensors": t,
+            "workers": w,
+            "handoff": h if w else "in-process",
+            "in_order": o,
+        }
         cells = []
         for k, name in enumerate(("all_epochs", "after_first")):
-            rates = [r[k] for r in runs[(t, w, h)]]
+            rates = [r[k] for r in runs[(t, w, h, o)]]
             med = statistics.median(rates)
-            base_runs = runs.get((t, 0, "-"))
+            base_runs = runs.get((t, 0, "-", True))
             base = statistics.median(r[k] for r in base_runs) if base_runs else None
             ratio = med / base if base else None
             row[name] = {"rates": rates, "median": med, "ratio": ratio}
@@ -314,8 +404,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                 f"{med / 1e3:.0f} ({min(rates) / 1e3:.0f}-{max(rates) / 1e3:.0f}) | "
                 + (f"{ratio:.2f}x" if ratio else "-")
             )
-        main_us = statistics.median(r[2] for r in runs[(t, w, h)])
-        worker_us = statistics.median(r[3] for r in runs[(t, w, h)])
+        main_us = statistics.median(r[2] for r in runs[(t, w, h, o)])
+        worker_us = statistics.median(r[3] for r in runs[(t, w, h, o)])
+        idle = statistics.median(r[4] for r in runs[(t, w, h, o)])
+        waiting = statistics.median(r[5] for r in runs[(t, w, h, o)])
         # What the CPU time alone allows on this many cores, whatever else runs on them:
         # the main process is one core at most, W workers W cores, all of them `affinity`.
         per_batch = max(main_us, worker_us / max(w, 1), (main_us + worker_us) / affinity)
@@ -323,12 +415,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         if w == 0:
             bound_base[t] = bound
         bound_ratio = bound / bound_base[t] if t in bound_base else None
-        row.update(main_cpu_us=main_us, worker_cpu_us=worker_us, cpu_bound=bound)
+        row.update(
+            main_cpu_us=main_us,
+            worker_cpu_us=worker_us,
+            cpu_bound=bound,
+            idle=idle,
+            run_queue_wait_us=waiting,
+        )
         cells.append(
             f"{main_us:.0f} | {worker_us:.0f} | {bound / 1e3:.0f} | "
             + (f"{bound_ratio:.2f}x" if bound_ratio else "-")
+            + f" | {idle:.0%} | {waiting:.0f}"
         )
-        print(f"| {t} | {w} | {row['handoff']} | " + " | ".join(cells) + " |")
+        order = "-" if w == 0 else str(o)
+        print(f"| {t} | {w} | {row['handoff']} | {order} | " + " | ".join(cells) + " |")
         table.append(row)
     print(f"\ncores: os.cpu_count() = {cpu_count}, affinity = {affinity}")
     if args.json:
