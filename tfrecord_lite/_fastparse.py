@@ -924,8 +924,10 @@ def _layout_columns(
                 if length == 0:
                     per_item.append([b""] * g)
                 else:
-                    block = np.ascontiguousarray(rows[:, start : start + length])
-                    per_item.append(block.view(np.dtype((np.void, length))).ravel().tolist())
+                    # Each row's bytes as one fixed-size item (a view: only the
+                    # bytes objects are copies).
+                    block = rows[:, start : start + length].view(np.dtype((np.void, length)))
+                    per_item.append(block[:, 0].tolist())
             values = np.empty(g * len(items), dtype=object)
             for j, item_values in enumerate(per_item):
                 values[j :: len(items)] = item_values
