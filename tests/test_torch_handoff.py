@@ -9,6 +9,7 @@ nothing is left in /dev/shm and that the main process lets go of the slots.
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import signal
 import threading
@@ -354,5 +355,36 @@ def test_lent_arrays_stay_intact_while_held_and_their_slots_come_back(
     # not one new slot per batch (4 epochs x 5 batches)
     assert tt._slot_count() <= mapped + 2 * 4
     del first, views, b
+    del loader
+    _wait_released()
+
+
+def _tag_worker(batch: dict[str, Any]) -> dict[str, Any]:
+    info = torch.utils.data.get_worker_info()
+    return {**batch, "worker": -1 if info is None else info.id}
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["in_order", "out_of_order"])
+def test_each_worker_gives_its_documented_shard_in_its_order(data: str, in_order: bool) -> None:
+    """Worker w reads shard w of 2 (here one file: every other record), in file order,
+    whatever order the DataLoader interleaves the workers' batches in."""
+    order = {}
+    if not in_order:
+        if "in_order" not in inspect.signature(DataLoader).parameters:
+            pytest.skip("DataLoader(in_order=...) needs torch >= 2.6")
+        order["in_order"] = False
+    spec = _spec()
+    ds = tt.IterableDataset(tfr.TFRecordDataset(data).parse(spec).batch(8).map(_tag_worker))
+    loader = _loader(ds, 2, persistent_workers=True, prefetch_factor=4, **order)
+    for epoch in range(2):
+        ds.set_epoch(epoch)
+        got = list(loader)
+        for w in range(2):
+            want = list(tfr.TFRecordDataset(data).shard(2, w).parse(spec).batch(8))
+            mine = [{k: v for k, v in b.items() if k != "worker"} for b in got if b["worker"] == w]
+            assert len(mine) == len(want) > 0, (epoch, w)
+            for k, (g, x) in enumerate(zip(mine, want)):
+                same(g, x, f"epoch {epoch} worker {w} batch {k}")
+        assert sorted(i for b in got for i in b["id"].tolist()) == list(range(N))
     del loader
     _wait_released()
