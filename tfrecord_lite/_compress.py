@@ -539,9 +539,10 @@ class _Chunked:
     def compress(self, data: Any) -> bytes:
         if self._finished:
             raise zlib.error("compress() after the stream was finished")
-        if len(data):
-            self._pieces.append(data if type(data) is bytes else bytes(data))
-            self._n += len(data)
+        piece = data if type(data) is bytes else bytes(data)  # the caller may reuse its buffer
+        if piece:
+            self._pieces.append(piece)
+            self._n += len(piece)
             if self._n >= DEFLATE_CHUNK:
                 self._cut(None)
         return self._take(False)
