@@ -279,3 +279,14 @@ def test_auto_keeps_the_fastest_encoder_within_tolerance(
             # The whole stream stays within tolerance of zlib's at the level asked for.
             ref = zlib.compressobj(level, zlib.DEFLATED, wbits, 9, 0)
             assert len(blob) <= 1.03 * len(ref.compress(data) + ref.flush()) + 64, (label, level)
+
+
+@needs_fast
+def test_chunked_copies_a_buffer_the_caller_reuses(small_chunks: int) -> None:
+    z = chunked(CHUNKED[0], -1, 31)
+    buf = bytearray(data_for(9, 20_000))
+    expected = bytes(buf)
+    out = z.compress(buf)  # several chunks queued for the threads
+    buf[:] = bytes(len(buf))  # reused at once, as a writer's caller may
+    out += z.flush()
+    assert gzip.decompress(out) == expected
