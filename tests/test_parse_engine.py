@@ -316,6 +316,53 @@ def test_big_records_in_a_batch_of_1024_equal_the_generic_path(monkeypatch: Any)
     assert fast[1]["image/class/label"][700] == 1
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fixed_layout_records_of_several_lengths_equal_the_generic_path(
+    seed: int, monkeypatch: Any
+) -> None:
+    # Tabular-like: the same keys in the same order, but integers of varying varint
+    # widths give a few record lengths (each read by the equal-layout path); some
+    # records of a common length have another key order.
+    rng = random.Random(seed)
+    records = []
+    for i in range(600):
+        ints = [rng.choice([rng.randrange(2**28, 2**35), rng.randrange(2**35, 2**42)])]
+        ints += [rng.randrange(2**35, 2**42) for _ in range(3)]
+        entries = [
+            _entry(b"floats", "float", [float(np.float32(i * 0.5)), 1.0], "packed"),
+            _entry(b"ints", "int", ints, "packed"),
+            _entry(b"name", "bytes", [b"item-%06d" % i], "packed"),
+        ]
+        if i % 50 == 7:
+            entries.reverse()
+        records.append(ld(1, b"".join(entries)))
+    lengths = {len(r) for r in records}
+    assert len(lengths) >= 2
+    layouts: list[int] = []
+    real = _fastparse._layout_group
+
+    def counted(*args: Any) -> Any:
+        found = real(*args)
+        layouts.append(0 if found is None else len(found[0]))
+        return found
+
+    monkeypatch.setattr(_fastparse, "_layout_group", counted)
+    specs = {
+        "floats": tfr.FixedLenFeature([2], tfr.float32),
+        "ints": tfr.VarLenFeature(tfr.int64),
+        "name": tfr.FixedLenFeature([], tfr.string),
+    }
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+    assert fast[0] == "ok"
+    assert len(layouts) >= 2 and sum(layouts) > 450  # several layouts read most records
+    # A varint that runs into the next one, in a record of a common length.
+    at = records[3].index(b"\x1a") + 3  # the first varint byte of "ints"
+    records[3] = records[3][:at] + b"\xff" + records[3][at + 1 :]
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+
+
 def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
     needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
     table = _fastparse.KeyTable(needed)
