@@ -214,7 +214,7 @@ def test_threaded_damage_and_truncation_are_reported_as_inline(
             assert expected[1] is not None
             reports: list[Any] = []
             expected_skip = outcome(path, on_error="skip", on_skip=reports.append)
-            monkeypatch.setattr(_compress, "AHEAD_DEPTH", 4)
+            monkeypatch.setattr(_compress, "AHEAD_DEPTH", 1)
             monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
             monkeypatch.setattr(_compress, "_cores", lambda: 2)
             assert outcome(path) == expected, (name, path.name)

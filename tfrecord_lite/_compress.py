@@ -72,9 +72,13 @@ Inflating ahead: every backend's inflater lets other threads run while it works,
 so a compressed stream of at least :data:`AHEAD_MIN_BYTES` (or of unknown size)
 is read and inflated in a background thread (:func:`inflate_ahead`) while the
 caller frames and checks the records already inflated, on machines with more
-than one core. The thread holds at most :data:`AHEAD_DEPTH` inflated chunks
-(each at most :data:`INFLATE_CHUNK` bytes) that the reader has not taken yet,
-so memory stays flat and decompression stays bounded. Records, errors and their
+than one core. The thread keeps at most :data:`AHEAD_DEPTH` inflated chunk
+(each at most :data:`INFLATE_CHUNK` bytes) waiting for the reader, besides the
+one it is inflating: with the reader's own, at most three chunks of inflated
+data exist at a time, so memory stays flat and a deflate bomb is refused as
+early and in as little memory as inline (one chunk ahead is enough to overlap
+the two: the thread inflates the next chunk while the reader frames this one).
+Records, errors and their
 positions are the same as inflating inline: the thread's exception is raised in
 the reader. Closing the reader (or dropping it) stops and joins the thread.
 """
@@ -783,8 +787,8 @@ def _salvage(z: Any, data: bytes, error: Any, skip: int) -> Generator[bytes, Non
 
 #: Compressed streams at least this big (or of unknown size) are inflated in a thread.
 AHEAD_MIN_BYTES = 512 * 1024
-#: Inflated chunks the background thread may hold that the reader has not taken yet.
-AHEAD_DEPTH = 4
+#: Inflated chunks the background thread may keep waiting for the reader (0: no thread).
+AHEAD_DEPTH = 1
 
 
 def _cores() -> int:
@@ -840,14 +844,14 @@ def _produce(
 class ReadAhead:
     """The chunks of an iterator, produced by a background thread ahead of the reader.
 
-    At most :data:`AHEAD_DEPTH` chunks wait in the queue; an exception the
+    At most ``depth`` chunks wait in the queue; an exception the
     iterator raises is raised by :meth:`__next__` after the chunks before it.
     :meth:`close` (also on garbage collection) stops and joins the thread, which
     closes the iterator in that thread. Iterating goes on in the thread that
     created the object; the source must not be touched by anyone else meanwhile.
     """
 
-    def __init__(self, source: Iterator[bytes], depth: int = AHEAD_DEPTH) -> None:
+    def __init__(self, source: Iterator[bytes], depth: int = 1) -> None:
         self._queue: queue.Queue[Union[bytes, _Failed]] = queue.Queue(max(1, depth))
         self._stop = threading.Event()
         self._done = False
@@ -930,4 +934,4 @@ def inflate_ahead(
     chunks = inflate(raw, compression, path, restart)
     if not ahead_pays(compressed_size):
         return chunks
-    return ReadAhead(chunks)
+    return ReadAhead(chunks, AHEAD_DEPTH)
