@@ -316,3 +316,20 @@ def test_parsed_back_equal_to_make_example(tmp_path: Path) -> None:
         assert parsed.SerializeToString(deterministic=True) == expected.SerializeToString(
             deterministic=True
         )
+
+
+def test_chunks_hold_about_write_chunk_bytes() -> None:
+    """Rows per chunk follow the records' size, lists of big values included."""
+    n = 70000
+    mnist = {
+        "image": bytes_rows(np.zeros((n, 784), np.uint8)),
+        "label": np.zeros(n, np.int64),
+        "dim": np.zeros((n, 3), np.int64),
+    }
+    rows = arrays_mod._chunk_rows(mnist)
+    assert 3000 < rows < 6000  # ~850-byte records in 4 MiB
+    jpegs = {"jpeg": [b"x" * 50_000] * 1000, "label": list(range(1000))}
+    assert arrays_mod._chunk_rows(jpegs) == 256  # the floor: 256 records of 50 kB
+    objects = {"o": np.array([b"y" * 4000] * 100, dtype=object), "v": [[1, 2]] * 100}
+    assert 900 < arrays_mod._chunk_rows(objects) < 1100
+    assert arrays_mod._chunk_rows({"x": np.zeros(n, np.int8)}) == arrays_mod.WRITE_CHUNK

@@ -118,14 +118,27 @@ def _prepare(columns: Mapping[str, Any], raw: Sequence[str]) -> tuple[dict[str, 
     return out, n
 
 
+def _value_bytes(value: Any) -> int:
+    """A rough size of one record's value of a list or object-array column."""
+    if isinstance(value, (bytes, bytearray, str)):
+        return len(value)
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (list, tuple)):
+        return 8 * len(value)
+    return 8
+
+
 def _chunk_rows(prepared: Mapping[str, Any]) -> int:
     """Rows per chunk: about :data:`WRITE_CHUNK_BYTES` of records, 256 to :data:`WRITE_CHUNK`."""
     per_row = 16  # framing
     for col in prepared.values():
-        if isinstance(col, np.ndarray) and col.dtype.kind in "iufbV":
-            per_row += 8 + col.dtype.itemsize * int(np.prod(col.shape[1:], dtype=np.int64))
-        else:
-            per_row += 64  # lists and object arrays: sizes unknown until converted
+        per_row += 8  # key and headers (roughly)
+        if isinstance(col, np.ndarray) and col.dtype.kind != "O":
+            per_row += col.dtype.itemsize * int(np.prod(col.shape[1:], dtype=np.int64))
+        elif len(col):
+            sample = [col[i] for i in range(0, len(col), max(1, len(col) // 32))]
+            per_row += sum(map(_value_bytes, sample)) // len(sample)
     return max(256, min(WRITE_CHUNK, WRITE_CHUNK_BYTES // per_row))
 
 
