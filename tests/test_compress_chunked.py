@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import gc
 import gzip
+import os
 import pathlib
 import random
+import subprocess
+import sys
 import threading
 import zlib
 from typing import Any
@@ -290,3 +293,33 @@ def test_chunked_copies_a_buffer_the_caller_reuses(small_chunks: int) -> None:
     buf[:] = bytes(len(buf))  # reused at once, as a writer's caller may
     out += z.flush()
     assert gzip.decompress(out) == expected
+
+
+@needs_fast
+@pytest.mark.parametrize("backend", CHUNKED)
+def test_a_writer_left_open_at_exit_finishes_its_stream(
+    tmp_path: pathlib.Path, backend: str
+) -> None:
+    # The interpreter stops the threads before it drops the writer: its last chunks
+    # are deflated in the exiting thread and the file still ends cleanly.
+    out = tmp_path / "open.gz"
+    script = f"""
+import tfrecord_lite as tfr
+records = [bytes([i % 7]) * 3000 + str(i).encode() for i in range(1500)]
+w = tfr.TFRecordWriter({str(out)!r}, "GZIP")
+w.write_all(records)
+w.write_all(records)
+print(type(getattr(w._zobj, "_z", w._zobj)).__name__)
+"""
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    env[ENV] = backend
+    env["PYTHONPATH"] = str(pathlib.Path(__file__).resolve().parents[1])
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    if _compress.deflate_threads() > 1:
+        assert run.stdout.strip() == "_Chunked"
+    records = [bytes([i % 7]) * 3000 + str(i).encode() for i in range(1500)]
+    assert gzip.decompress(out.read_bytes()) == tfr.encode_records(records * 2)

@@ -85,7 +85,6 @@ the reader. Closing the reader (or dropping it) stops and joins the thread.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import struct
@@ -500,7 +499,14 @@ class _Chunked:
             )
         while len(self._running) >= 2 * self.threads:
             self._done.append(self._running.popleft().result())
-        self._running.append(self._pool.submit(_deflate_piece, *args))
+        try:
+            self._running.append(self._pool.submit(_deflate_piece, *args))
+        except RuntimeError:
+            # The interpreter is exiting (a writer finished by its __del__): the
+            # chunks submitted so far are done; this one is deflated here.
+            while self._running:
+                self._done.append(self._running.popleft().result())
+            self._done.append(_deflate_piece(*args))
 
     def _take(self, wait: bool) -> bytes:
         """The output ready so far, in order (``wait``: of everything submitted)."""
@@ -578,8 +584,10 @@ class _Chunked:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105 - contextlib may be gone when this runs at interpreter exit
             self.close()
+        except Exception:
+            pass
 
 
 def _zlib_header(level: int, wbits: int, mem_level: int, strategy: int) -> bytes:
@@ -915,8 +923,10 @@ class ReadAhead:
             pass
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105 - contextlib may be gone when this runs at interpreter exit
             self.close()
+        except Exception:
+            pass
 
 
 def inflate_ahead(
