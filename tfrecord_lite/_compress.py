@@ -88,6 +88,7 @@ from __future__ import annotations
 import os
 import queue
 import struct
+import sys
 import threading
 import zlib
 from collections import deque
@@ -906,8 +907,8 @@ class ReadAhead:
         self._done = True
         self._stop.set()
         thread = self._thread
-        if thread.ident is None or thread is threading.current_thread():
-            return
+        if thread.ident is None or thread is threading.current_thread() or sys.is_finalizing():
+            return  # at interpreter exit a daemon thread may never run again: no wait
         q = self._queue
         while thread.is_alive():
             try:  # make room: a put the thread is blocked in returns, it sees the stop
