@@ -469,7 +469,10 @@ def lite_gzip_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
             with tfr.TFRecordWriter(out, "GZIP") as w:
                 w.write_all(records)
                 # ``auto`` decides on the first 128 KiB: which encoder it kept.
-                note = getattr(getattr(w, "_zobj", None), "backend", "") or backend
+                zobj = getattr(w, "_zobj", None)
+                note = getattr(zobj, "backend", "") or backend
+                if getattr(zobj, "level", None) is not None:
+                    note += f" level {zobj.level}"  # e.g. zlib-ng level 5
             return Count(len(records), size, 0, out, note)
 
         return _with_backend(backend, run)
