@@ -433,6 +433,24 @@ def test_parse_batches_equals_one_parse_example_per_batch(
     _same_runs(_run(_parse.parse_batches(iter(batches), keyed)), _reference(batches, keyed))
 
 
+def test_parse_batches_with_empty_and_uneven_batches_equal_parse_example() -> None:
+    records = _clean_taxi_like(120, seed=3)
+    sizes = [5, 0, 17, 1, 0, 40, 57]
+    batches, at = [], 0
+    for size in sizes:
+        batches.append(records[at : at + size])
+        at += size
+    for specs in (
+        {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()},
+        _specs(random.Random(11), KEYS),
+    ):
+        _same_runs(_run(_parse.parse_batches(iter(batches), specs)), _reference(batches, specs))
+    # Every batch non-empty: VarLen widths per batch from one reduction over the chunk.
+    full = [records[i : i + 13] for i in range(0, 120, 13)]
+    loose = {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}
+    _same_runs(_run(_parse.parse_batches(iter(full), loose)), _reference(full, loose))
+
+
 def test_parse_batches_error_comes_after_the_good_batches_with_its_batch_index(
     monkeypatch: Any,
 ) -> None:

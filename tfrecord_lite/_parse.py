@@ -802,16 +802,29 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             if size and col.present.all() and (col.counts == size).all():
                 sliced[key] = size
     rest = {key: spec for key, spec in plan.specs.items() if key not in sliced}
-    start = 0
-    for batch in batches:
-        stop = start + len(batch)
+    # Batch boundaries, and where each column's values of each batch start.
+    bounds = np.zeros(len(batches) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in batches], out=bounds[1:])
+    edges = bounds.tolist()
+    spans = list(zip(edges[:-1], edges[1:]))
+    at = {key: off[bounds].tolist() for key, off in offsets.items()}
+    widths: dict[str, list[int]] = {}
+    for key in sliced:
+        counts = cols[key].counts
+        if isinstance(plan.specs[key], VarLenFeature) and len(counts):
+            if all(batches):
+                widths[key] = np.maximum.reduceat(counts, bounds[:-1]).tolist()
+            else:
+                widths[key] = [int(counts[a:b].max(initial=0)) for a, b in spans]
+    rest_keys = list(_keys_needed(rest))  # the record keys the other specs read
+    for i, (start, stop) in enumerate(spans):
         part = {
             key: Column(
-                col.present[start:stop],
-                col.counts[start:stop],
-                col.values[int(offsets[key][start]) : int(offsets[key][stop])],
+                cols[key].present[start:stop],
+                cols[key].counts[start:stop],
+                cols[key].values[at[key][i] : at[key][i + 1]],
             )
-            for key, col in cols.items()
+            for key in rest_keys
         }
         where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
         built = assemble(rest, part, where, True)
@@ -820,31 +833,20 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             if key not in sliced:
                 out[key] = built[key]
             elif isinstance(spec, VarLenFeature):
-                out[key] = _var_len_rows(spec, part[key], sliced[key], offsets[key], start)
+                a, b = at[key][i], at[key][i + 1]
+                n = stop - start
+                out[key] = SparseValue(
+                    sliced[key][a:b] - np.array([start, 0], dtype=np.int64)
+                    if b > a
+                    else np.zeros((0, 2), dtype=np.int64),
+                    cols[key].values[a:b] if b > a else _empty(spec.dtype),
+                    np.array([n, widths[key][i] if n else 0], dtype=np.int64),
+                )
             else:
                 shape = tuple(spec.shape)  # type: ignore[union-attr]
-                out[key] = part[key].values.reshape((stop - start, *shape))
+                values = cols[key].values[at[key][i] : at[key][i + 1]]
+                out[key] = values.reshape((stop - start, *shape))
         yield out
-        start = stop
-
-
-def _var_len_rows(
-    spec: VarLenFeature, part: Column, indices: np.ndarray, offsets: np.ndarray, start: int
-) -> SparseValue:
-    """``_var_len`` of records ``start:`` of a chunk, from the chunk's sparse indices."""
-    n = len(part.counts)
-    a = int(offsets[start])
-    total = len(part.values)
-    if total:
-        rows = indices[a : a + total].copy()
-        rows[:, 0] -= start
-    else:
-        rows = np.zeros((0, 2), dtype=np.int64)
-    return SparseValue(
-        rows,
-        part.values if total else _empty(spec.dtype),
-        np.array([n, int(part.counts.max()) if n else 0], dtype=np.int64),
-    )
 
 
 def _group_size(batch: Any) -> tuple[int, int]:
