@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import pathlib
+import signal
 import threading
 import zlib
 from collections.abc import Iterator
@@ -289,3 +291,38 @@ def test_small_files_and_single_cores_stay_inline(
     chunks = _compress.inflate_ahead(iter([zlib.compress(b"abc")]), "ZLIB", None, None, 10**9)
     assert not isinstance(chunks, _compress.ReadAhead)
     assert list(chunks) == [b"abc"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_read_ahead_continued_after_a_fork_says_so() -> None:
+    # A forked child has no copy of the thread: its next() explains instead of hanging.
+    def source() -> Iterator[bytes]:
+        while True:
+            yield b"w" * 10
+
+    ahead = _compress.ReadAhead(source(), depth=1)
+    assert next(ahead) == b"w" * 10
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            signal.alarm(20)
+            for _ in range(3):
+                next(ahead)
+        except RuntimeError as err:
+            code = 0 if "another process" in str(err) else 2
+        except BaseException:
+            code = 3
+        os.write(w, bytes([code]))
+        os._exit(0)
+    os.close(w)
+    try:
+        result = os.read(r, 1)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert result == b"\x00"
+    assert next(ahead) == b"w" * 10  # the parent's reader goes on
+    ahead.close()
+    assert no_thread_left()

@@ -864,6 +864,7 @@ class ReadAhead:
         self._queue: queue.Queue[Union[bytes, _Failed]] = queue.Queue(max(1, depth))
         self._stop = threading.Event()
         self._done = False
+        self._pid = os.getpid()
         # The thread gets the queue and the event, not ``self``: a reader that is
         # dropped unclosed is collected, and its __del__ stops the thread.
         self._thread = threading.Thread(
@@ -886,14 +887,20 @@ class ReadAhead:
                 item = get(timeout=1.0)
                 break
             except queue.Empty:
-                if not self._thread.is_alive() and self._queue.empty():
-                    # Only after a fork: the child has no copy of the thread.
-                    self._done = True
+                if self._thread.is_alive() or not self._queue.empty():
+                    continue
+                if self._done:  # closed (by another thread) meanwhile
+                    raise StopIteration from None
+                self._done = True
+                if self._pid != os.getpid():  # the child of a fork has no copy of the thread
                     raise RuntimeError(
                         "this GZIP/ZLIB reader was started in another process (before a "
                         "fork): its inflating thread is not in this one; open the file "
                         "again in this process"
                     ) from None
+                raise RuntimeError(  # pragma: no cover - _produce always queues its end
+                    "the thread inflating this GZIP/ZLIB stream stopped without a result"
+                ) from None
         if type(item) is _Failed:
             self._done = True
             self._thread.join()
