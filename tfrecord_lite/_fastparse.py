@@ -1,20 +1,23 @@
 """Vectorized extraction of Example features from a whole batch of records.
 
-Two extractors, both NumPy over the concatenated bytes of every record of a
+Two extractors, both NumPy over the concatenated bytes of the records of a
 chunk, both exact: a record they cannot read with certainty is left to the
 generic protobuf path (``_parse``), so results and errors are always the
-generic path's.
+generic path's. A batch of more than :data:`WINDOW_BYTES` (big records) is
+extracted a window of records at a time.
 
 * **Equal layout.** Records of one length whose structural bytes (tags, lengths,
-  keys) equal a template record's parse along the same path, so a 2-D view of
-  them gives whole columns at once (MNIST-like files: one writer, fixed sizes).
+  keys) equal a template record's parse along the same path, so a 2-D array of
+  them gives whole columns at once (MNIST-like and tabular files: one writer;
+  each of the few most common lengths, as varint widths vary, has its template).
 * **Entry walk.** Everything else: the map entries of all records are walked in
   lockstep *by entry index* (the n-th entry of every record at once), so key
   order, missing keys, extra keys, list lengths and varint widths do not matter.
   Each entry's key bytes are hashed with one vectorized pass and looked up in a
-  :class:`KeyTable` (then compared byte for byte); each feature's values are
-  gathered per kind for all entries at once (packed or unpacked numbers,
-  BytesList items), and finally per key, in record order.
+  :class:`KeyTable` (then compared byte for byte), which places each entry in a
+  (record, key slot) table; each feature's values are gathered per kind for all
+  entries at once (packed or unpacked numbers, BytesList items), and finally per
+  key, in record order, through that table.
 
 Records either extractor leaves to the generic path: concatenated (merged)
 Examples, a key given twice, unknown fields, a ``Feature`` with two kinds set,
