@@ -89,6 +89,8 @@ _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 _HEADER = struct.Struct("<QI")
 _MAX_LENGTH = 2**64 - 1
+#: Lists of at least this many records get their footers from NumPy (masked all at once).
+_FRAME_VECTOR_MIN = 32
 
 
 @functools.lru_cache(maxsize=4096)
@@ -109,60 +111,32 @@ def _footers(crcs: np.ndarray) -> np.ndarray:
     return mask_array(crcs).astype("<u4").view(np.uint8).reshape(len(crcs), FOOTER_SIZE)
 
 
-def _headers(lengths: np.ndarray) -> np.ndarray:
-    """The 12-byte headers of records of these lengths (uint64 array): (n, 12) uint8.
-
-    The length CRC is computed once per distinct length.
-    """
-    n = len(lengths)
-    out = np.empty((n, HEADER_SIZE), dtype=np.uint8)
-    if not n:
-        return out
-    out[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
-    low, high = int(lengths.min()), int(lengths.max())
-    if low == high:
-        out[:, 8:] = np.frombuffer(record_header(low), dtype=np.uint8)[8:]
-        return out
-    uniq, inverse = np.unique(lengths, return_inverse=True)
-    length_crcs = np.fromiter(
-        (_U32.unpack_from(record_header(u), 8)[0] for u in uniq.tolist()),
-        dtype="<u4",
-        count=len(uniq),
-    )
-    out[:, 8:] = length_crcs[inverse.reshape(-1)].view(np.uint8).reshape(n, 4)
-    return out
-
-
 def _frame(records: Sequence[Buffer]) -> tuple[list[Buffer], int]:
     """:func:`frame_parts` of 1-D byte buffers."""
     n = len(records)
-    if n == 0:
-        return [], 0
-    lengths = np.fromiter(map(len, records), dtype=np.uint64, count=n)
+    size = RECORD_OVERHEAD * n
+    parts: list[Buffer]
+    if n < _FRAME_VECTOR_MIN:  # NumPy's per-call overhead would cost more than it saves
+        parts = []
+        for r in records:
+            parts += (record_header(len(r)), r, _U32.pack(mask(crc32c(r))))
+            size += len(r)
+        return parts, size
     crcs = np.fromiter(map(crc32c, records), dtype=np.uint64, count=n)
-    # Row i: the footer of record i - 1 (4 bytes), then the header of record i (12 bytes).
-    seps = np.empty((n + 1, RECORD_OVERHEAD), dtype=np.uint8)
-    seps[0, :FOOTER_SIZE] = 0
-    seps[n, FOOTER_SIZE:] = 0
-    seps[1:, :FOOTER_SIZE] = _footers(crcs)
-    seps[:-1, FOOTER_SIZE:] = _headers(lengths)
-    pieces = cast(
-        "list[bytes]", seps.view(np.dtype((np.void, RECORD_OVERHEAD))).reshape(-1).tolist()
-    )
-    parts: list[Buffer] = [b""] * (2 * n + 1)
-    parts[1::2] = records
-    parts[2::2] = pieces[1:]
-    parts[0] = pieces[0][FOOTER_SIZE:]
-    parts[-1] = pieces[-1][:FOOTER_SIZE]
-    return parts, int(lengths.sum()) + RECORD_OVERHEAD * n
+    footers = _footers(crcs).tobytes()
+    lengths = list(map(len, records))
+    parts = [b""] * (3 * n)
+    parts[0::3] = map(record_header, lengths)  # cached per length
+    parts[1::3] = records
+    parts[2::3] = [footers[i : i + FOOTER_SIZE] for i in range(0, FOOTER_SIZE * n, FOOTER_SIZE)]
+    return parts, size + sum(lengths)
 
 
 def frame_parts(records: list[bytes]) -> tuple[list[bytes], int]:
-    """Frame many records at once: (parts, total size); ``b"".join(parts)`` is the stream.
+    """Frame many records at once: (header, data, footer, ... parts, total size).
 
-    The parts are ``header_0, record_0, footer_0 + header_1, record_1, ...,
-    footer_{n-1}``: one call per record for its CRC, everything else (lengths,
-    length CRCs, masking) done with NumPy for the whole list.
+    ``b"".join(parts)`` is the framed stream. Data CRCs are one call per record,
+    masked together with NumPy; headers come from the per-length cache.
     """
     parts, size = _frame(records)
     return cast("list[bytes]", parts), size
