@@ -285,7 +285,7 @@ def _encoder(
     z: Any
     if name == "zlib":
         z = zlib.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy)
-        return _Named(z, name, level)
+        return _Named(z, name, _zlib_level(level))
     if name == "isal":
         z = _module("isal").compressobj(backend_level, zlib.DEFLATED, wbits, mem_level, 0)
     else:
@@ -293,7 +293,7 @@ def _encoder(
     if name == "isal" or backend_level != level:
         # ISA-L's headers, and zlib-ng's at another level, differ from zlib's.
         z = _ZlibHeader(z, _zlib_header(level, wbits, mem_level, strategy))
-    return _Named(z, name, backend_level)
+    return _Named(z, name, _zlib_level(backend_level))
 
 
 #: Bytes an ``auto`` writer judges the faster encoders on (its first input, or all of it).
@@ -444,7 +444,7 @@ class _Chunked:
     ) -> None:
         #: The backend deflating (``"isal"`` or ``"zlib-ng"``) and its level.
         self.backend = backend
-        self.level = backend_level
+        self.level = _zlib_level(backend_level)  # -1 is zlib's 6
         #: Threads deflating.
         self.threads = threads
         self._mod = _module(backend)
