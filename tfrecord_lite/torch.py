@@ -32,15 +32,15 @@ slot and torch's queue carries only a small descriptor (the slot's memory goes
 across once, the first time the slot is used). An object array of ``bytes`` (a
 ``string`` feature) is written into a slot as one flat stream of lengths and
 values (a pickle of the list of values that the C pickler writes straight into
-the slot, and the C unpickler turns back into ``bytes`` objects at memcpy speed). The main process does not copy
-numeric arrays out: an array (or tensor) it hands you *is* its slot's memory,
-lent to you alone; the worker reuses the slot only once the array and every
-view of it are gone (so a batch you keep stays intact, and a pool grows only
-while you keep batches). A ``bytes`` column is rebuilt from its slot and the
-slot handed back at once. What you get is exactly what the same pipeline gives
-in-process: writable arrays and tensors of the same dtypes, shapes and memory
-order, object arrays of ``bytes``, SparseValue and RaggedValue with their
-arrays intact.
+the slot, and the C unpickler turns back into ``bytes`` objects at memcpy
+speed). The main process does not copy numeric arrays out: an array (or
+tensor) it hands you *is* its slot's memory, lent to you alone; the worker
+reuses the slot only once the array and every view of it are gone (so a batch
+you keep stays intact, and a pool grows only while you keep batches). A
+``bytes`` column is rebuilt from its slot and the slot handed back at once.
+What you get is exactly what the same pipeline gives in-process: writable
+arrays and tensors of the same dtypes, shapes and memory order, object arrays
+of ``bytes``, SparseValue and RaggedValue with their arrays intact.
 Arrays under 64 KiB stay inline in the pickle, and when a worker's pool is full
 (512 MiB) or an array cannot take this path (subclasses, objects that are not
 ``bytes``, tensors that need grad, have no NumPy dtype or are shared already)
