@@ -333,3 +333,20 @@ def test_chunks_hold_about_write_chunk_bytes() -> None:
     objects = {"o": np.array([b"y" * 4000] * 100, dtype=object), "v": [[1, 2]] * 100}
     assert 900 < arrays_mod._chunk_rows(objects) < 1100
     assert arrays_mod._chunk_rows({"x": np.zeros(n, np.int8)}) == arrays_mod.WRITE_CHUNK
+
+
+def test_prefix_cache_bounded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefixes are shared between chunks and calls; a full cache starts over, same bytes."""
+    import tfrecord_lite._example as example_mod
+
+    monkeypatch.setattr(example_mod, "_PREFIX_SIZES_MAX", 5)
+    monkeypatch.setattr(example_mod, "_PREFIX_KEYS_MAX", 2)
+    monkeypatch.setattr(example_mod, "_PREFIXES", {})
+    rng = np.random.default_rng(11)
+    n = 80
+    for key in ("a", "b", "c", "a"):
+        columns = {key: [rng.bytes(int(k)) for k in rng.integers(0, 200, n)], "z": np.arange(n)}
+        _check(columns, n)
+        assert len(example_mod._PREFIXES) <= 2
+        # a column adds the sizes of its chunk to a cache that had room when it started
+        assert all(len(c) <= 5 + n for c in example_mod._PREFIXES.values())

@@ -779,6 +779,22 @@ def _join_rows(
     return np.frombuffer(joined, dtype=np.uint8).reshape(count, width)
 
 
+#: Map-entry prefixes by (key field, header kind), then data size: shared by every chunk
+#: and call, so a column of many distinct sizes computes each prefix once.
+_PREFIXES: dict[tuple[bytes, Callable[[int], bytes]], dict[int, bytes]] = {}
+_PREFIX_KEYS_MAX: Final = 4096
+_PREFIX_SIZES_MAX: Final = 65536
+
+
+def _prefix_cache(key_field: bytes, header: Callable[[int], bytes]) -> dict[int, bytes]:
+    cache = _PREFIXES.get((key_field, header))
+    if cache is None or len(cache) >= _PREFIX_SIZES_MAX:
+        if len(_PREFIXES) >= _PREFIX_KEYS_MAX:
+            _PREFIXES.clear()
+        cache = _PREFIXES[key_field, header] = {}
+    return cache
+
+
 class _Column:
     """One column of :func:`_encode_columns`.
 
@@ -802,7 +818,7 @@ class _Column:
     ) -> None:
         self._key_field = _key_field(name)
         self._header = header
-        self._cache: dict[int, bytes] = {}
+        self._cache = _prefix_cache(self._key_field, header)
         self.d = d
         self.data_list = data_list
         self.data_rows = data_rows
@@ -819,6 +835,11 @@ class _Column:
             p = b"".join((b"\x0a", encode_varint(size), self._key_field, b"\x12", lf, fh))
             self._cache[d] = p
         return p
+
+    def prefixes(self, sizes: list[int]) -> list[bytes]:
+        """:meth:`prefix` of each size."""
+        get = self._cache.get
+        return [get(d) or self.prefix(d) for d in sizes]
 
 
 def _rows_ok(d: npt.NDArray[np.int64], n: int) -> bool:
@@ -1127,7 +1148,7 @@ def _assemble_join(cols: list[_Column], n: int) -> list[bytes]:
             body += len(p) + d0
         else:
             uniq, inverse = np.unique(c.d, return_inverse=True)
-            prefixes = [c.prefix(int(u)) for u in uniq.tolist()]
+            prefixes = c.prefixes(uniq.tolist())
             lens = np.fromiter(map(len, prefixes), dtype=np.int64, count=len(prefixes))
             inverse = inverse.reshape(-1)
             body += lens[inverse] + c.d
