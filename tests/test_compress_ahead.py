@@ -216,7 +216,7 @@ def test_threaded_damage_and_truncation_are_reported_as_inline(
             assert expected[1] is not None
             reports: list[Any] = []
             expected_skip = outcome(path, on_error="skip", on_skip=reports.append)
-            monkeypatch.setattr(_compress, "AHEAD_DEPTH", 1)
+            monkeypatch.setattr(_compress, "AHEAD_DEPTH", 3)
             monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
             monkeypatch.setattr(_compress, "_cores", lambda: 2)
             assert outcome(path) == expected, (name, path.name)
@@ -325,4 +325,21 @@ def test_read_ahead_continued_after_a_fork_says_so() -> None:
     assert result == b"\x00"
     assert next(ahead) == b"w" * 10  # the parent's reader goes on
     ahead.close()
+    assert no_thread_left()
+
+
+def test_inflating_ahead_is_bounded(monkeypatch: pytest.MonkeyPatch, threaded: None) -> None:
+    # 64 MiB of zeros from ~64 KB: every chunk handed over is at most AHEAD_CHUNK.
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    blob = b"".join(z.compress(bytes(2**20)) for _ in range(64)) + z.flush()
+    for name in BACKENDS:
+        monkeypatch.setenv(ENV, name)
+        chunks = _compress.inflate_ahead(iter([blob]), "GZIP", None, lambda o: iter([blob[o:]]))
+        assert isinstance(chunks, _compress.ReadAhead)
+        total = biggest = 0
+        for out in chunks:
+            biggest = max(biggest, len(out))
+            total += len(out)
+        assert total == 64 * 2**20, name
+        assert biggest <= _compress.AHEAD_CHUNK < _compress.INFLATE_CHUNK
     assert no_thread_left()

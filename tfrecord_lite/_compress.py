@@ -72,12 +72,13 @@ Inflating ahead: every backend's inflater lets other threads run while it works,
 so a compressed stream of at least :data:`AHEAD_MIN_BYTES` (or of unknown size)
 is read and inflated in a background thread (:func:`inflate_ahead`) while the
 caller frames and checks the records already inflated, on machines with more
-than one core. The thread keeps at most :data:`AHEAD_DEPTH` inflated chunk
-(each at most :data:`INFLATE_CHUNK` bytes) waiting for the reader, besides the
-one it is inflating: with the reader's own, at most three chunks of inflated
-data exist at a time, so memory stays flat and a deflate bomb is refused as
-early and in as little memory as inline (one chunk ahead is enough to overlap
-the two: the thread inflates the next chunk while the reader frames this one).
+than one core. The thread keeps at most :data:`AHEAD_DEPTH` (3) inflated chunks
+of at most :data:`AHEAD_CHUNK` (512 KiB) waiting for the reader, besides the
+one it is inflating: with the reader's own, at most 2.5 MiB of inflated data
+exist at a time (inline: one :data:`INFLATE_CHUNK`, 1 MiB, plus the reader's
+buffer), so memory stays flat and a deflate bomb is refused in bounded memory.
+Several smaller chunks in the queue absorb scheduling delays on a busy machine
+better than one big one.
 Records, errors and their
 positions are the same as inflating inline: the thread's exception is raised in
 the reader. Closing the reader (or dropping it) stops and joins the thread.
@@ -98,6 +99,7 @@ from typing import Any, Callable, Optional, Union
 from ._errors import CompressionError
 
 __all__ = [
+    "AHEAD_CHUNK",
     "AHEAD_DEPTH",
     "AHEAD_MIN_BYTES",
     "BACKEND_ORDER",
@@ -646,8 +648,10 @@ def inflate(
     compression: str,
     path: Optional[str],
     restart: Optional[Restart] = None,
+    chunk: int = INFLATE_CHUNK,
 ) -> Iterator[bytes]:
-    """Decompress a GZIP (possibly several members) or ZLIB stream, in bounded chunks.
+    """Decompress a GZIP (possibly several members) or ZLIB stream, in bounded chunks
+    (at most ``chunk`` <= :data:`INFLATE_CHUNK` bytes each).
 
     Raises :class:`StreamEnd` (after yielding everything decodable) when the input
     ends before the stream's end marker, so the caller can say which record was
@@ -657,6 +661,7 @@ def inflate(
     """
     backend = inflate_backend(restart is not None)
     wbits = 31 if compression == "GZIP" else 15
+    chunk = max(1, min(chunk, INFLATE_CHUNK))
     error = getattr(_module(backend), "error", zlib.error)
     z = _decompressobj(backend, wbits)
     consumed = 0  # compressed bytes handed to z so far
@@ -702,14 +707,14 @@ def inflate(
                 started = True
                 saved = z.copy() if backend != "isal" else None
                 try:
-                    out = z.decompress(data, INFLATE_CHUNK)
+                    out = z.decompress(data, chunk)
                 except error as err:
                     if saved is None:
                         replay = True
                         break
                     # zlib drops the output of a call that fails: decode again up to the
                     # damage, so the intact records before it are still returned.
-                    bad = yield from _salvage(saved, data, error, skip)
+                    bad = yield from _salvage(saved, data, error, skip, chunk)
                     raise CompressionError(
                         f"the {compression} stream is damaged: {err} (noticed at compressed "
                         f"byte {consumed + bad}); the file is corrupt, or is not {compression}",
@@ -764,7 +769,7 @@ def inflate(
             raise StreamEnd()
 
 
-def _salvage(z: Any, data: bytes, error: Any, skip: int) -> Generator[bytes, None, int]:
+def _salvage(z: Any, data: bytes, error: Any, skip: int, chunk: int) -> Generator[bytes, None, int]:
     """Yield what ``z`` decompresses from ``data`` before the first byte it rejects
     (less the first ``skip`` bytes, already handed out).
 
@@ -776,7 +781,7 @@ def _salvage(z: Any, data: bytes, error: Any, skip: int) -> Generator[bytes, Non
         piece = data[pos : pos + step]
         saved = z.copy()
         try:
-            out = z.decompress(piece, INFLATE_CHUNK)
+            out = z.decompress(piece, chunk)
         except error:
             if step == 1:
                 return pos
@@ -797,7 +802,9 @@ def _salvage(z: Any, data: bytes, error: Any, skip: int) -> Generator[bytes, Non
 #: Compressed streams at least this big (or of unknown size) are inflated in a thread.
 AHEAD_MIN_BYTES = 512 * 1024
 #: Inflated chunks the background thread may keep waiting for the reader (0: no thread).
-AHEAD_DEPTH = 1
+AHEAD_DEPTH = 3
+#: The most bytes one chunk inflated ahead holds.
+AHEAD_CHUNK = 512 * 1024
 
 
 def _cores() -> int:
@@ -949,7 +956,6 @@ def inflate_ahead(
     The result has ``close()``: call it before closing the file ``raw`` reads,
     so the thread has stopped reading it.
     """
-    chunks = inflate(raw, compression, path, restart)
     if not ahead_pays(compressed_size):
-        return chunks
-    return ReadAhead(chunks, AHEAD_DEPTH)
+        return inflate(raw, compression, path, restart)
+    return ReadAhead(inflate(raw, compression, path, restart, AHEAD_CHUNK), AHEAD_DEPTH)
