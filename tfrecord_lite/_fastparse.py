@@ -269,10 +269,7 @@ def _key_words(words: np.ndarray, start: np.ndarray, length: np.ndarray, j: int)
     equal keys. Windows past a key's end are 0.
     """
     if j == 0:
-        w: np.ndarray = words[start]
-        short = length < 8
-        if short.any():
-            w = np.where(short, w & _MASK[np.minimum(length, 8)], w)
+        w: np.ndarray = words[start] & _MASK[np.minimum(length, 8)]
         return w
     off = np.minimum(8 * j, length - 8)
     inside = length > 8 * j
@@ -296,12 +293,9 @@ def _first_last(
     words: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each key's first and last 8-byte windows (equal, and masked, under 8 bytes)."""
-    w0 = _key_words(words, start, length, 0)
-    last = np.maximum(length - 8, 0)
-    wl = words[start + last]
-    short = length < 8
-    if short.any():
-        wl = np.where(short, w0, wl)
+    mask = _MASK[np.minimum(length, 8)]  # all ones from 8 bytes on
+    w0 = words[start] & mask
+    wl = words[start + np.maximum(length - 8, 0)] & mask
     return w0, wl
 
 
