@@ -268,6 +268,21 @@ def test_every_varint_width_in_any_key_order(value: int) -> None:
 
 
 @settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), messy=st.booleans())
+def test_int64_positions_equal_the_generic_path(seed: int, messy: bool, monkeypatch: Any) -> None:
+    # Buffers of 2 GiB or more are walked with int64 positions: the same results.
+    monkeypatch.setattr(_fastparse, "_INT32_BYTES", 0)
+    rng = random.Random(seed)
+    keys = dict(rng.sample(sorted(KEYS.items()), rng.randint(1, len(KEYS))))
+    records = _records(rng, 40, keys, messy)
+    specs = _specs(rng, keys)
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+
+
+@settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 300, 2000]))

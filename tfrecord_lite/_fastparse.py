@@ -57,6 +57,8 @@ MIN_BATCH = 8
 WINDOW_BYTES = 8 << 20
 #: Record lengths whose layouts the equal-layout path tries, most common first.
 _LAYOUTS = 4
+#: Joined buffers under this size are walked with int32 positions (else int64).
+_INT32_BYTES = 1 << 31
 #: Zero bytes after the records: lets varint reads run past a record's end safely.
 _PAD = 16
 
@@ -1047,7 +1049,7 @@ def _extract_window(
         buf = b"".join([*chosen, bytes(_PAD)])
         data = np.frombuffer(buf, dtype=np.uint8)
         ends = np.cumsum(lengths[rest])
-        if len(buf) < 1 << 31:
+        if len(buf) < _INT32_BYTES:
             ends = ends.astype(np.int32)  # positions: half the memory traffic
         ok, cols = _walk(buf, data, ends - lengths[rest].astype(ends.dtype), ends, table, needed)
         if ok.any():
