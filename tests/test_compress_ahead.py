@@ -343,3 +343,35 @@ def test_inflating_ahead_is_bounded(monkeypatch: pytest.MonkeyPatch, threaded: N
         assert total == 64 * 2**20, name
         assert biggest <= _compress.AHEAD_CHUNK < _compress.INFLATE_CHUNK
     assert no_thread_left()
+
+
+def test_threads_env_caps_the_compression_threads(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TFRECORD_LITE_THREADS=1: no inflate-ahead thread, deflate in the writer's thread.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert _compress._cores() == 4
+    monkeypatch.setenv(_compress.THREADS_ENV, "2")
+    assert _compress._cores() == 2 and _compress.deflate_threads() == 2
+    monkeypatch.setenv(_compress.THREADS_ENV, "1")
+    assert _compress._cores() == 1 and _compress.deflate_threads() == 1
+    assert not _compress.ahead_pays(None)
+    records = [os.urandom(1500) + bytes(1500) for _ in range(2000)]  # ~3 MB compressed
+    path = tmp_path / "one.gz"
+    before = threading.active_count()
+    with tfr.TFRecordWriter(str(path), "GZIP") as w:
+        w.write_all(records)
+        assert threading.active_count() == before
+    reader = tfr.TFRecordReader(str(path))
+    assert next(reader) == records[0]
+    assert threading.active_count() == before
+    assert list(reader) == records[1:]
+    monkeypatch.setenv(_compress.THREADS_ENV, "2")  # the same file, read with a thread
+    reader = tfr.TFRecordReader(str(path))
+    assert next(reader) == records[0]
+    assert threading.active_count() == before + 1
+    reader.close()
+    for bad in ("0", "-1", "two"):
+        monkeypatch.setenv(_compress.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match="TFRECORD_LITE_THREADS"):
+            _compress._cores()

@@ -807,11 +807,33 @@ AHEAD_DEPTH = 3
 AHEAD_CHUNK = 512 * 1024
 
 
+#: Caps the threads compression may use (``1``: none besides the caller's own).
+THREADS_ENV = "TFRECORD_LITE_THREADS"
+
+
 def _cores() -> int:
+    """The cores this process may run on, capped by ``TFRECORD_LITE_THREADS`` when set.
+
+    Processes that already fill every core (DataLoader workers, Ray or Dask tasks)
+    can set it to 1: GZIP/ZLIB then inflate and deflate in the calling thread.
+    """
     try:
-        return len(os.sched_getaffinity(0))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    cap = os.environ.get(THREADS_ENV, "").strip()
+    if cap:
+        try:
+            limit = int(cap)
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise ValueError(
+                f"{THREADS_ENV}={cap!r}: expected a whole number of threads, at least 1 "
+                "(1: GZIP/ZLIB start no threads of their own)"
+            )
+        n = min(n, limit)
+    return n
 
 
 def ahead_pays(compressed_size: Optional[int]) -> bool:
