@@ -368,6 +368,42 @@ def remove(path: str) -> None:
         fs.rm_file(p)
 
 
+def abort_uploads(directory: str, marker: str) -> Optional[int]:
+    """Abort the unfinished multipart uploads in ``directory`` whose name contains ``marker``.
+
+    A writer that is killed or cancelled mid-upload cannot abort its own upload; a
+    job's clean-up calls this for the names it gave its writers. Returns how many
+    were aborted, or ``None`` where uploads cannot be listed (only S3 can: elsewhere
+    an upload that was not completed expires by itself).
+    """
+    if protocol(directory) not in ("s3", "s3a"):
+        return None
+    fs, p = filesystem(directory)
+    bucket, _, prefix = p.strip("/").partition("/")
+    prefix = prefix + "/" if prefix else ""
+    aborted = 0
+    with errors(directory, "clean up"):
+        markers: dict[str, str] = {}
+        while True:
+            page = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix, **markers)
+            for upload in page.get("Uploads") or []:
+                key = str(upload["Key"])
+                if "/" not in key[len(prefix) :] and marker in key[len(prefix) :]:
+                    fs.call_s3(
+                        "abort_multipart_upload",
+                        Bucket=bucket,
+                        Key=key,
+                        UploadId=upload["UploadId"],
+                    )
+                    aborted += 1
+            if not page.get("IsTruncated"):
+                return aborted
+            markers = {
+                "KeyMarker": page.get("NextKeyMarker", ""),
+                "UploadIdMarker": page.get("NextUploadIdMarker", ""),
+            }
+
+
 def rename(src: str, dst: str) -> None:
     """Move ``src`` onto ``dst`` (replacing it). On object stores: a server-side copy,
     then the source is deleted; ``dst`` appears complete when the copy completes."""

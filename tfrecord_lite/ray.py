@@ -38,6 +38,7 @@ import math
 import os
 import random
 import re
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -491,8 +492,18 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
         self.shard_records = [int(r["rows"]) for r in keep]
 
     def on_write_failed(self, error: Exception) -> None:
-        """Remove every staging and temporary file of this job; no shard gets a final name."""
+        """Remove every staging and temporary file of this job; no shard gets a final name.
+
+        On S3, uploads of this job's staging shards that tasks cancelled by the failure
+        left unfinished are aborted too (once more a moment later, for a request that
+        was still in flight).
+        """
         self._remove(self._leftovers())
+        with contextlib.suppress(OSError):
+            if _fs.abort_uploads(self.path, self.job) is not None:
+                time.sleep(1.0)
+                _fs.abort_uploads(self.path, self.job)
+                self._remove(self._leftovers())
 
 
 def write_tfrecords(

@@ -548,3 +548,25 @@ def test_command_line_over_s3(
     assert out.returncode != 0
     assert f"s3://{bucket}/cli/nothing-*" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_abort_uploads_aborts_only_the_named_unfinished_uploads(
+    bucket: str, storage_options: dict[str, Any]
+) -> None:
+    # A writer killed mid-upload leaves its multipart upload unfinished; a job's clean-up
+    # aborts the ones of its own names in its own directory, nothing else.
+    from tfrecord_lite import _fs
+
+    client = boto_client(storage_options["client_kwargs"]["endpoint_url"])
+    mine = ["out/.part-job1-000000.staging", "out/.part-job1-000001.staging"]
+    others = ["out/.part-job2-000000.staging", "out/sub/.part-job1-000000.staging", "x/job1"]
+    for key in mine + others:
+        client.create_multipart_upload(Bucket=bucket, Key=key)
+    out = _fs.bind(f"s3://{bucket}/out", storage_options)
+    assert _fs.abort_uploads(out, "job1") == 2
+    left = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert sorted(u["Key"] for u in left) == sorted(others)
+    assert _fs.abort_uploads(_fs.bind(f"s3://{bucket}/out/", storage_options), "job1") == 0
+    assert _fs.abort_uploads("memory://out", "job1") is None  # nothing to list there
+    for u in left:
+        client.abort_multipart_upload(Bucket=bucket, Key=u["Key"], UploadId=u["UploadId"])
