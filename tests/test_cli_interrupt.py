@@ -29,6 +29,12 @@ posix_only = pytest.mark.skipif(
 )
 
 
+def _foreground_sigint() -> None:
+    # A terminal's foreground job does not ignore Ctrl-C. Test runners started in the
+    # background (`cmd &` in a script) ignore SIGINT, and children inherit that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(*args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, TFRECORD_LITE_PROGRESS="0")
     return subprocess.Popen(
@@ -37,6 +43,7 @@ def _cli(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group: Ctrl-C reaches it and its workers
+        preexec_fn=_foreground_sigint,
         env=env,
     )
 
