@@ -433,7 +433,7 @@ class TFRecordWriter:
         self._zobj = self._options._compressobj() if self.compression else None
         self._flush_mode = self._options.flush_mode or zlib.Z_NO_FLUSH
         self._buffer_size = self._options.output_buffer_size or DEFAULT_BUFFER_SIZE
-        self._parts: list[bytes] = []
+        self._parts: list[Union[bytes, memoryview]] = []
         self._pending = 0
         _OPEN_WRITERS.add(self)
 
@@ -500,17 +500,11 @@ class TFRecordWriter:
     def _write_framed(self, records: FramedRecords) -> int:
         """Records framed already (one buffer, from ``write_examples``): written as they are."""
         if records.nbytes < self._buffer_size:
-            self._parts.append(bytes(records.buffer))
-            self._pending += records.nbytes
+            self._parts.append(bytes(records.buffer))  # buffered: a copy of its own
         else:
-            self._drain(None)  # what is buffered goes first
-            f = self._file
-            assert f is not None
-            data = records.buffer
-            if self._zobj is not None:
-                data = self._zobj.compress(data)
-            if data:
-                _write_all(f, data)
+            self._drain(None)  # what is buffered goes first; the drain below writes it alone
+            self._parts.append(memoryview(records.buffer))
+        self._pending += records.nbytes
         self.records_written += records.count
         if self._pending >= self._buffer_size:
             self._drain(None)
@@ -538,7 +532,8 @@ class TFRecordWriter:
         f = self._file
         assert f is not None
         if self._parts:
-            blob = b"".join(self._parts)
+            parts = self._parts
+            blob = parts[0] if len(parts) == 1 else b"".join(parts)
             self._parts = []
             self._pending = 0
             if self._zobj is not None:
