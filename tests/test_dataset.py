@@ -859,7 +859,7 @@ def test_batches_cut_from_the_files_lists_equal_record_by_record_batching(
 ) -> None:
     # batch() straight after the source cuts batches from the decoder's lists;
     # any list lengths (empty ones included) give the batches of the record stream.
-    from tfrecord_lite._dataset import _Batch, _rebatched
+    from tfrecord_lite._dataset import _chunks, _rebatched
 
     rng = np.random.default_rng(7)
     for _ in range(300):
@@ -869,7 +869,7 @@ def test_batches_cut_from_the_files_lists_equal_record_by_record_batching(
             lists.append(list(range(k, k + n)))
             k += n
         size = int(rng.integers(1, 7))
-        want = list(_Batch(size, drop_remainder)._batches(iter(range(k))))
+        want = list(_chunks(iter(range(k)), size, drop_remainder))
         closed: list[bool] = []
         got = list(_rebatched(_closing_source(lists, closed), size, drop_remainder))
         assert got == want, (lengths, size)

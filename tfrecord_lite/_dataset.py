@@ -650,26 +650,28 @@ class _Batch(_Op):
     def batches(self, items: Iterator[Any]) -> Iterator[list[Any]]:
         if self.takes_lists:
             return _rebatched(items, self.batch_size, self.drop_remainder)
-        return self._batches(items)
-
-    def _batches(self, items: Iterator[Any]) -> Iterator[list[Any]]:
-        n = self.batch_size
-        try:
-            while True:
-                chunk = list(itertools.islice(items, n))
-                if not chunk or (len(chunk) < n and self.drop_remainder):
-                    return
-                yield chunk
-                if len(chunk) < n:
-                    return
-        finally:
-            _close(items)
+        return _chunks(items, self.batch_size, self.drop_remainder)
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
         return _mapped(functools.partial(collate, ragged=self.ragged), self.batches(upstream(key)))
 
     def describe(self) -> str:
         return f"batch({self.batch_size}, drop_remainder={self.drop_remainder})"
+
+
+def _chunks(items: Iterator[_T], n: int, drop_remainder: bool = False) -> Iterator[list[_T]]:
+    """Lists of ``n`` items in order (the last one shorter unless ``drop_remainder``);
+    closing it closes ``items``."""
+    try:
+        while True:
+            chunk = list(itertools.islice(items, n))
+            if not chunk or (len(chunk) < n and drop_remainder):
+                return
+            yield chunk
+            if len(chunk) < n:
+                return
+    finally:
+        _close(items)
 
 
 def _rebatched(lists: Iterator[list[_T]], n: int, drop_remainder: bool) -> Iterator[list[_T]]:
@@ -897,7 +899,7 @@ class _PaddedBatch(_Op):
         self.values = values
 
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        chunks = _Batch(self.batch_size, self.drop_remainder).batches(upstream(key))
+        chunks = _chunks(upstream(key), self.batch_size, self.drop_remainder)
         return _mapped(lambda c: _pad_collate(c, self.shapes, self.values, ""), chunks)
 
     def cardinality(self, n: int) -> int:
@@ -1111,8 +1113,8 @@ class _Interleave(_Op):
                     f"interleave's map_func must return a Dataset, got {type(ds).__name__}"
                 )
             if workers > 0:
-                return _flatten_chunks(
-                    _prefetch(lambda: _chunked(ds._iterate(key), _READ_AHEAD_CHUNK), 2)
+                return _flatten_lists(
+                    _prefetch(lambda: _chunks(ds._iterate(key), _READ_AHEAD_CHUNK), 2)
                 )
             return ds._iterate(key)
 
@@ -1129,25 +1131,6 @@ class _Interleave(_Op):
 
 #: Elements a read-ahead thread of ``interleave(num_parallel_calls=...)`` hands over at once.
 _READ_AHEAD_CHUNK = 64
-
-
-def _chunked(items: Iterator[Any], n: int) -> Iterator[list[Any]]:
-    try:
-        while True:
-            chunk = list(itertools.islice(items, n))
-            if not chunk:
-                return
-            yield chunk
-    finally:
-        _close(items)
-
-
-def _flatten_chunks(chunks: Iterator[list[Any]]) -> Iterator[Any]:
-    try:
-        for chunk in chunks:
-            yield from chunk
-    finally:
-        _close(chunks)
 
 
 def _closing_after(items: Iterator[Any], other: Iterator[Any]) -> Iterator[Any]:
