@@ -227,10 +227,15 @@ def _zlib_level(level: int) -> int:
     return 6 if level == -1 else level
 
 
+def _isal_honours(mem_level: int, strategy: int, flush_mode: int) -> bool:
+    """Whether ISA-L can honour these zlib options (``auto`` tries faster encoders only then)."""
+    return mem_level == 9 and strategy == 0 and flush_mode != zlib.Z_PARTIAL_FLUSH
+
+
 def _ladder(level: int, mem_level: int, strategy: int, flush_mode: int) -> list[tuple[str, int]]:
     """The faster encoders ``auto`` tries on a writer's sample, fastest first:
     ``(backend, its level)``; empty when only the exact encoder is right."""
-    if mem_level != 9 or strategy != 0 or flush_mode == zlib.Z_PARTIAL_FLUSH:
+    if not _isal_honours(mem_level, strategy, flush_mode):
         return []
     out: list[tuple[str, int]] = []
     mapped = isal_level(level)
@@ -263,7 +268,7 @@ def compressobj(
         name = _exact()
     if name == "isal":
         mapped = isal_level(level)
-        if mapped is None or mem_level != 9 or strategy != 0 or flush_mode == zlib.Z_PARTIAL_FLUSH:
+        if mapped is None or not _isal_honours(mem_level, strategy, flush_mode):
             name, mapped = "zlib", level
         return _encoder(name, mapped, level, wbits, mem_level, strategy, flush_mode), name
     return _encoder(name, level, level, wbits, mem_level, strategy, flush_mode), name

@@ -903,8 +903,8 @@ class _ListHandout:
     chain over the lists, not ``self``). :attr:`index` is derived from how far
     that iterator has gone, so nothing is counted per record.
 
-    A subclass sets ``_closed``, ``_lock``, ``path`` and ``index`` (after calling
-    :meth:`_init_handout`) and provides :meth:`_next_list`.
+    A subclass calls :meth:`_init_handout`, sets ``_closed``, ``_lock`` and ``path``,
+    and provides :meth:`_next_list` (which sets ``index`` to 0 when it opens a file).
     """
 
     _batch: list[bytes]
