@@ -124,6 +124,11 @@ KNOWN = ("isal", "zlib-ng", "zlib")
 ENV_VAR = "TFRECORD_LITE_DEFLATE_BACKEND"
 #: At most this many decompressed bytes per inflate call (bounds memory on deflate bombs).
 INFLATE_CHUNK = 1024 * 1024
+#: The least compressed input one inflate call is given. Each call gets about the
+#: input that fills its output bound at the ratio the stream has had so far (the
+#: first a quarter of the bound): input the bound leaves unread comes back as a
+#: copy (``unconsumed_tail``), so feeding much more than that costs a copy per call.
+INFLATE_FEED_MIN = 16 * 1024
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _INSTALL = {
@@ -667,6 +672,7 @@ def inflate(
     backend = inflate_backend(restart is not None)
     wbits = 31 if compression == "GZIP" else 15
     chunk = max(1, min(chunk, INFLATE_CHUNK))
+    feed = max(INFLATE_FEED_MIN, chunk // 4)
     error = getattr(_module(backend), "error", zlib.error)
     z = _decompressobj(backend, wbits)
     consumed = 0  # compressed bytes handed to z so far
@@ -680,7 +686,8 @@ def inflate(
     while True:
         replay = False
         for block in it:
-            data = carry + block if carry else block
+            # A view: moving past the bytes inflated copies nothing.
+            data = memoryview(carry + block if carry else block)
             carry = b""
             while data:
                 if z.eof:
@@ -689,7 +696,7 @@ def inflate(
                     if compression != "GZIP":
                         return  # anything after a ZLIB stream is ignored, as TensorFlow does
                     if padding or data[0] == 0:
-                        if data.strip(b"\x00"):
+                        if bytes(data).strip(b"\x00"):
                             raise CompressionError(
                                 "unexpected bytes after the zero padding that follows the "
                                 f"GZIP stream (compressed byte {consumed}); the file is damaged",
@@ -699,7 +706,7 @@ def inflate(
                         consumed += len(data)
                         break
                     if len(data) < 2:
-                        carry = data
+                        carry = bytes(data)
                         break
                     if data[:2] != _GZIP_MAGIC:
                         raise CompressionError(
@@ -711,8 +718,10 @@ def inflate(
                     member_start, member_out = consumed, 0
                 started = True
                 saved = z.copy() if backend != "isal" else None
+                # At most ``feed`` compressed bytes per call (see INFLATE_FEED_MIN).
+                piece = data if len(data) <= feed else data[:feed]
                 try:
-                    out = z.decompress(data, chunk)
+                    out = z.decompress(piece, chunk)
                 except error as err:
                     if saved is None:
                         replay = True
@@ -725,17 +734,20 @@ def inflate(
                         f"byte {consumed + bad}); the file is corrupt, or is not {compression}",
                         path=path,
                     ) from None
-                if out:
-                    member_out += len(out)
+                made = len(out)
+                if made:
+                    member_out += made
                     if skip:
                         cut = min(skip, len(out))
                         skip -= cut
                         out = out[cut:]
                     if out:
                         yield out
-                rest = z.unused_data if z.eof else z.unconsumed_tail
-                consumed += len(data) - len(rest)
-                data = rest
+                used = len(piece) - len(z.unused_data if z.eof else z.unconsumed_tail)
+                if made and used:
+                    feed = max(INFLATE_FEED_MIN, min(chunk, used * chunk // made))
+                consumed += used
+                data = data[used:]
             if replay:
                 break
         if not replay and backend == "isal" and started and not z.eof and not carry:
@@ -774,7 +786,9 @@ def inflate(
             raise StreamEnd()
 
 
-def _salvage(z: Any, data: bytes, error: Any, skip: int, chunk: int) -> Generator[bytes, None, int]:
+def _salvage(
+    z: Any, data: Union[bytes, memoryview], error: Any, skip: int, chunk: int
+) -> Generator[bytes, None, int]:
     """Yield what ``z`` decompresses from ``data`` before the first byte it rejects
     (less the first ``skip`` bytes, already handed out).
 
