@@ -52,7 +52,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 import numpy as np
 
@@ -60,6 +60,7 @@ from . import _fs
 from ._index import find_index
 from ._io import READ_BLOCK_SIZE, _read_batches, _reader_compression
 from ._paths import PathOrFile, expand_paths, is_file_object
+from ._scan import RecordSpans
 
 __all__ = [
     "AUTOTUNE",
@@ -188,8 +189,14 @@ class _Source:
         key: EpochKey,
         extra_shards: tuple[tuple[int, int, str], ...] = (),
         lists: bool = False,
+        spans: bool = False,
     ) -> Iterator[Any]:
-        """The records (``lists``: lists of records, in the same order)."""
+        """The records (``lists``: lists of records, in the same order).
+
+        ``spans`` (with ``lists``, for a parser): files read one after the other
+        hand out :class:`~tfrecord_lite._scan.RecordSpans` of their blocks where
+        they can, so no record is copied out on its own.
+        """
         src = self.copy(shards=self.shards + extra_shards) if extra_shards else self
         entries, n_files, n_rec, i_rec = src.plan()
         if src.file_shuffle is not None:
@@ -199,8 +206,11 @@ class _Source:
         # Each file hands out its records a list at a time (as its decoder
         # produces them); the files' lists are merged in tf.data's order, and
         # only the last step hands out single records.
-        readers: list[Callable[[], Iterator[list[bytes]]]] = [
-            functools.partial(src._read_file, path, f, n_files, n_rec, i_rec) for path, f in entries
+        # (Interleaving several files puts their records in lists of its own.)
+        spans = spans and lists and src.cycle_length <= 1
+        readers: list[Callable[[], Iterator[Sequence[bytes]]]] = [
+            functools.partial(src._read_file, path, f, n_files, n_rec, i_rec, spans)
+            for path, f in entries
         ]
         paths = [path for path, _ in entries]
         if any(_fs.is_url(p) for p in paths):
@@ -224,9 +234,11 @@ class _Source:
             return self.buffer_size
         return max(_MIN_BLOCK, READ_BLOCK_SIZE // max(1, self.cycle_length))
 
-    def _read_file(self, path: str, f: int, n_files: int, n: int, i: int) -> Iterator[list[bytes]]:
+    def _read_file(
+        self, path: str, f: int, n_files: int, n: int, i: int, spans: bool = False
+    ) -> Iterator[Sequence[bytes]]:
         if n == 1:
-            return self._stream(path)
+            return self._stream(path, spans)
         # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
         g = math.gcd(n_files, n)
         d = (i - f) % n
@@ -238,10 +250,10 @@ class _Source:
             index_path = find_index(path)
             if index_path is not None:
                 return self._read_indexed(path, index_path, r0, step)
-        return _every_list(self._stream(path), r0, step)
+        return _every_list(self._stream(path, spans), r0, step)
 
-    def _stream(self, path: str) -> Iterator[list[bytes]]:
-        """The file's records (CRCs checked, errors raised), a list at a time."""
+    def _stream(self, path: str, spans: bool = False) -> Iterator[Sequence[bytes]]:
+        """The file's records (CRCs checked, errors raised), a list (or spans) at a time."""
         lists = _read_batches(
             _fs.bind(path, None),
             _reader_compression(self.compression),
@@ -250,6 +262,7 @@ class _Source:
             "raise",
             None,
             None,
+            spans,
         )
         window = self.windows.get(path) if self.windows else None
         if window is None:
@@ -258,7 +271,7 @@ class _Source:
 
     def _read_indexed(
         self, path: str, index_path: str, start: int, step: int
-    ) -> Iterator[list[bytes]]:
+    ) -> Iterator[Sequence[bytes]]:
         """Records ``start::step`` of a file with an index: read only those (one pread each)."""
         from ._index import RandomAccessError, StaleIndexError, TFRecordFile
 
@@ -293,7 +306,9 @@ def _close(it: object) -> None:
         close()
 
 
-def _window_list(lists: Iterator[list[bytes]], skip: int, take: int) -> Iterator[list[bytes]]:
+def _window_list(
+    lists: Iterator[Sequence[bytes]], skip: int, take: int
+) -> Iterator[Sequence[bytes]]:
     """Records ``skip .. skip + take - 1`` of a file read as lists (stops reading after them)."""
     start, stop = skip, skip + take
     base = 0  # the file index of the first record of ``lst``
@@ -311,7 +326,9 @@ def _window_list(lists: Iterator[list[bytes]], skip: int, take: int) -> Iterator
         _close(lists)
 
 
-def _every_list(lists: Iterator[list[bytes]], start: int, step: int) -> Iterator[list[bytes]]:
+def _every_list(
+    lists: Iterator[Sequence[bytes]], start: int, step: int
+) -> Iterator[Sequence[bytes]]:
     """Records ``start::step`` of a file read as lists."""
     base = 0  # the file index of the first record of ``lst``
     try:
@@ -324,7 +341,7 @@ def _every_list(lists: Iterator[list[bytes]], start: int, step: int) -> Iterator
         _close(lists)
 
 
-def _flatten_lists(lists: Iterator[list[_T]]) -> Iterator[_T]:
+def _flatten_lists(lists: Iterator[Sequence[_T]]) -> Iterator[_T]:
     """The items of each list in turn; closing it closes ``lists``."""
     try:
         for lst in lists:
@@ -421,7 +438,7 @@ def _interleave(
 
 
 def _interleave_lists(
-    readers: Iterable[Callable[[], Iterator[list[_T]]]], cycle_length: int, block_length: int
+    readers: Iterable[Callable[[], Iterator[Sequence[_T]]]], cycle_length: int, block_length: int
 ) -> Iterator[list[_T]]:
     """:func:`_interleave` of files that hand out their records in lists, as lists.
 
@@ -438,8 +455,8 @@ def _interleave_lists(
     open file, plus the output list.
     """
     pending = iter(readers)
-    its: list[Optional[Iterator[list[_T]]]] = [None] * cycle_length
-    bufs: list[list[_T]] = [[] for _ in range(cycle_length)]
+    its: list[Optional[Iterator[Sequence[_T]]]] = [None] * cycle_length
+    bufs: list[Sequence[_T]] = [[] for _ in range(cycle_length)]
     pos = [0] * cycle_length
     exhausted_input = False
     out: list[_T] = []
@@ -647,7 +664,7 @@ class _Batch(_Op):
     def cardinality(self, n: int) -> int:
         return _batch_cardinality(n, self.batch_size, self.drop_remainder)
 
-    def batches(self, items: Iterator[Any]) -> Iterator[list[Any]]:
+    def batches(self, items: Iterator[Any]) -> Iterator[Sequence[Any]]:
         if self.takes_lists:
             return _rebatched(items, self.batch_size, self.drop_remainder)
         return _chunks(items, self.batch_size, self.drop_remainder)
@@ -674,28 +691,44 @@ def _chunks(items: Iterator[_T], n: int, drop_remainder: bool = False) -> Iterat
         _close(items)
 
 
-def _rebatched(lists: Iterator[list[_T]], n: int, drop_remainder: bool) -> Iterator[list[_T]]:
-    """Lists of ``n`` items cut from lists of any length, in order (the last one shorter
-    unless ``drop_remainder``); closing it closes ``lists``."""
+def _rebatched(
+    lists: Iterator[Sequence[_T]], n: int, drop_remainder: bool
+) -> Iterator[Sequence[_T]]:
+    """Batches of ``n`` items cut from lists of any length, in order (the last one
+    shorter unless ``drop_remainder``); closing it closes ``lists``. Lists give
+    lists; :class:`~tfrecord_lite._scan.RecordSpans` give spans."""
     try:
-        pending: list[_T] = []
+        pieces: list[Sequence[_T]] = []  # the next batch so far
+        have = 0
         for lst in lists:
             i = 0
-            if pending:
-                i = n - len(pending)
-                pending.extend(lst[:i])
-                if len(pending) < n:
+            if have:
+                i = n - have
+                pieces.append(lst[:i])
+                have += len(pieces[-1])
+                if have < n:
                     continue
-                yield pending
+                yield _concatenated(pieces)
+                pieces, have = [], 0
             end = len(lst) - n
             while i <= end:
                 yield lst[i : i + n]
                 i += n
-            pending = lst[i:]
-        if pending and not drop_remainder:
-            yield pending
+            if i < len(lst):
+                pieces, have = [lst[i:]], len(lst) - i
+        if have and not drop_remainder:
+            yield _concatenated(pieces)
     finally:
         _close(lists)
+
+
+def _concatenated(pieces: list[Sequence[_T]]) -> Sequence[_T]:
+    """The items of ``pieces`` as one list (or as one ``RecordSpans``, if all are)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if all(isinstance(p, RecordSpans) for p in pieces):
+        return cast("Sequence[_T]", RecordSpans.join(cast("list[RecordSpans]", pieces)))
+    return [x for p in pieces for x in p]
 
 
 class _RawBatch(_Batch):
@@ -1723,11 +1756,13 @@ class Dataset:
         lists = isinstance(source, _Source) and isinstance(first, (_RawBatch, _ParseBatch))
         if isinstance(first, (_RawBatch, _ParseBatch)) and lists:
             first.takes_lists = True  # cut the batches from the files' lists
+        # Batches that only the parser sees are cut from the blocks read, uncopied.
+        spans = isinstance(first, _ParseBatch)
 
         def build(level: int) -> Upstream:
             if level == 0:
                 if lists:
-                    return lambda k: source.iterate(k, extra_shards, lists=True)
+                    return lambda k: source.iterate(k, extra_shards, lists=True, spans=spans)
                 return lambda k: source.iterate(k, extra_shards)
             op = ops[level - 1]
             below = build(level - 1)

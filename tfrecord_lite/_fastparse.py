@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from ._scan import RecordSpans
 from ._schema import DType, float32, int64, string
 
 __all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
@@ -958,8 +959,13 @@ def _layout_group(
     """Handle the records of ``group`` (equal lengths) that follow the first one's layout."""
     layout = _layout(records[int(group[0])])
     width = layout.length
-    chosen = records if len(group) == len(records) else [records[i] for i in group.tolist()]
-    rows = np.frombuffer(b"".join(chosen), dtype=np.uint8).reshape(len(group), width)
+    rows: np.ndarray
+    if isinstance(records, RecordSpans):
+        # A strided view of the blocks read, where the records lie evenly in them.
+        rows = (records if len(group) == len(records) else records.take(group)).rows(width)
+    else:
+        chosen = records if len(group) == len(records) else [records[i] for i in group.tolist()]
+        rows = np.frombuffer(b"".join(chosen), dtype=np.uint8).reshape(len(group), width)
     ok = (rows[:, layout.struct] == layout.template).all(axis=1)
     for kind, items in layout.regions.values():
         if kind == "int64_list" and items and items[0][1]:
@@ -989,7 +995,11 @@ def extract(
         return None
     if table is None:
         table = KeyTable(needed)
-    lengths = np.fromiter(map(len, records), dtype=np.int64, count=n)
+    lengths = (
+        records.lengths()
+        if isinstance(records, RecordSpans)
+        else np.fromiter(map(len, records), dtype=np.int64, count=n)
+    )
     if int(lengths.sum()) <= WINDOW_BYTES:
         return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined
@@ -1045,13 +1055,13 @@ def _extract_window(
     # 2. The rest: the entry walk, whatever their layouts, over the rest joined.
     rest = np.flatnonzero(~handled)
     if len(rest) and table.usable:
-        chosen = records if len(rest) == n else [records[i] for i in rest.tolist()]
-        buf = b"".join([*chosen, bytes(_PAD)])
+        buf, starts = _joined(records if len(rest) == n else _take(records, rest), lengths[rest])
         data = np.frombuffer(buf, dtype=np.uint8)
-        ends = np.cumsum(lengths[rest])
+        ends = starts + lengths[rest]
         if len(buf) < _INT32_BYTES:
-            ends = ends.astype(np.int32)  # positions: half the memory traffic
-        ok, cols = _walk(buf, data, ends - lengths[rest].astype(ends.dtype), ends, table, needed)
+            # positions: half the memory traffic
+            starts, ends = starts.astype(np.int32), ends.astype(np.int32)
+        ok, cols = _walk(buf, data, starts, ends, table, needed)
         if ok.any():
             handled[rest[ok]] = True
             parts.append((rest[ok], cols))
@@ -1061,6 +1071,21 @@ def _extract_window(
         return handled, parts[0][1]
     parts.sort(key=lambda part: int(part[0][0]))
     return handled, _merge(parts, handled, needed)
+
+
+def _take(records: Sequence[bytes], idx: np.ndarray) -> Sequence[bytes]:
+    if isinstance(records, RecordSpans):
+        return records.take(idx)
+    return [records[i] for i in idx.tolist()]
+
+
+def _joined(records: Sequence[bytes], lengths: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """One buffer with every record, then :data:`_PAD` zero bytes: (buffer, starts)."""
+    if isinstance(records, RecordSpans):
+        return records.joined(_PAD)
+    starts = np.zeros(len(records), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return b"".join([*records, bytes(_PAD)]), starts
 
 
 def merge_columns(n: int, parts: list[tuple[np.ndarray, FastColumn]], dtype: DType) -> FastColumn:

@@ -500,7 +500,7 @@ class RecordDecoder:
         if self._error is not None:
             raise self._error
         if self.on_error == "raise":
-            return self._records_raise(max_records)
+            return cast("list[bytes]", self._records_raise(max_records))
         out: list[bytes] = []
         while not self._stopped and not out:
             if self._pending < self._need and not self._eof:
@@ -523,8 +523,8 @@ class RecordDecoder:
     # ------------------------------------------------------------------ decoding
 
     def _step(
-        self, max_records: Optional[int]
-    ) -> tuple[Buffer, list[bytes], int, Optional[TFRecordError], str, Optional[int], int]:
+        self, max_records: Optional[int], spans: bool = False
+    ) -> tuple[Buffer, Sequence[bytes], int, Optional[TFRecordError], str, Optional[int], int]:
         """Scan the pending bytes: (buffer, records, end of them, error, reason, length, need).
 
         ``error`` is the problem at the end of the records, if any; ``reason`` its
@@ -540,6 +540,7 @@ class RecordDecoder:
             verify=self.verify,
             max_records=-1 if max_records is None else max_records,
             limit=limit,
+            spans=spans,
         )
         out = result.records
         pos = result.consumed
@@ -616,7 +617,19 @@ class RecordDecoder:
             return None
         return _too_large(claim, soft, self.offset, self.index, default=True)
 
-    def _records_raise(self, max_records: Optional[int]) -> list[bytes]:
+    def _spans(self) -> Sequence[bytes]:
+        """:meth:`records`, as :class:`RecordSpans` of the buffers read where it can.
+
+        For a reader that hands the records straight to the parser (``on_error``
+        "raise" only; other modes return a list as :meth:`records` does).
+        """
+        if self._error is not None:
+            raise self._error
+        if self.on_error != "raise":
+            return self.records()
+        return self._records_raise(None, spans=True)
+
+    def _records_raise(self, max_records: Optional[int], spans: bool = False) -> Sequence[bytes]:
         if self._pending < self._need:
             return []
         over = self._over_soft_limit()
@@ -624,7 +637,7 @@ class RecordDecoder:
             self._error = over
             self._chunks, self._pending = [], 0  # nothing more will be read from them
             raise over
-        buf, out, pos, err, _, _, need = self._step(max_records)
+        buf, out, pos, err, _, _, need = self._step(max_records, spans)
         end = len(buf)
         offset = self.offset + pos
         index = self.index + len(out)
@@ -642,7 +655,8 @@ class RecordDecoder:
         self, max_records: Optional[int]
     ) -> tuple[list[bytes], Optional[tuple[str, TFRecordError, Optional[int]]]]:
         """One scan in skip/stop mode: (records, problem at the end of them or None)."""
-        buf, out, pos, err, reason, length, need = self._step(max_records)
+        buf, found, pos, err, reason, length, need = self._step(max_records)
+        out = cast("list[bytes]", found)
         end = len(buf)
         offset = self.offset + pos
         index = self.index + len(out)

@@ -30,7 +30,7 @@ import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import length_hint
-from typing import IO, Any, Callable, Optional, Union
+from typing import IO, Any, Callable, Literal, Optional, Union, overload
 
 from . import _fs
 from ._compress import INFLATE_CHUNK as INFLATE_CHUNK  # bounds every inflate call
@@ -1174,6 +1174,7 @@ def _reporter(
     return report
 
 
+@overload
 def _read_batches(
     source: PathOrFile,
     compression: str,
@@ -1182,8 +1183,38 @@ def _read_batches(
     on_error: str,
     on_skip: Optional[Callable[[SkipReport], None]],
     max_record_size: Optional[int],
-) -> Iterator[list[bytes]]:
-    """The records of one file, a list at a time (each list in file order)."""
+    spans: Literal[False] = False,
+) -> Iterator[list[bytes]]: ...
+
+
+@overload
+def _read_batches(
+    source: PathOrFile,
+    compression: str,
+    verify: bool,
+    buffer_size: int,
+    on_error: str,
+    on_skip: Optional[Callable[[SkipReport], None]],
+    max_record_size: Optional[int],
+    spans: bool,
+) -> Iterator[Sequence[bytes]]: ...
+
+
+def _read_batches(
+    source: PathOrFile,
+    compression: str,
+    verify: bool,
+    buffer_size: int,
+    on_error: str,
+    on_skip: Optional[Callable[[SkipReport], None]],
+    max_record_size: Optional[int],
+    spans: bool = False,
+) -> Iterator[Sequence[bytes]]:
+    """The records of one file, a list at a time (each list in file order).
+
+    ``spans``: where it can, each list is a :class:`~tfrecord_lite._scan.RecordSpans`
+    of the block read (for the parser: no record is copied out on its own).
+    """
     path = _describe(source)
     owns = not is_file_object(source)
     f: IO[bytes] = (
@@ -1233,7 +1264,7 @@ def _read_batches(
             try:
                 for chunk in chunks:
                     decoder.feed(chunk)
-                    yield from _decoded_batches(decoder)
+                    yield from _decoded_batches(decoder, spans)
                     if decoder.stopped:
                         break
                     if rewind and len(chunk) == buffer_size:
@@ -1283,9 +1314,9 @@ def _read_batches(
             f.close()
 
 
-def _decoded_batches(decoder: RecordDecoder) -> Iterator[list[bytes]]:
+def _decoded_batches(decoder: RecordDecoder, spans: bool = False) -> Iterator[Sequence[bytes]]:
     while True:
-        batch = decoder.records()
+        batch = decoder._spans() if spans else decoder.records()
         if not batch:
             return
         yield batch

@@ -64,6 +64,7 @@ from google.protobuf.message import DecodeError
 
 from . import _fastparse, example_pb2
 from ._errors import ParseError
+from ._scan import RecordSpans
 from ._schema import (
     DType,
     FeatureSpec,
@@ -132,7 +133,7 @@ def _empty(dtype: DType, n: int = 0) -> np.ndarray:
     return np.empty(n, dtype=dtype.np_dtype) if dtype is not string else np.empty(n, dtype=object)
 
 
-def _as_records(serialized: Any, what: str) -> list[bytes]:
+def _as_records(serialized: Any, what: str) -> Sequence[bytes]:
     if isinstance(serialized, (bytes, bytearray, memoryview, str)):
         raise TypeError(
             f"{what} takes a batch (a list of serialized records); for one record use "
@@ -140,6 +141,8 @@ def _as_records(serialized: Any, what: str) -> list[bytes]:
         )
     if isinstance(serialized, list) and set(map(type, serialized)) <= {bytes}:
         return serialized  # the common case, checked at C speed
+    if isinstance(serialized, RecordSpans):
+        return serialized  # records left in the blocks a dataset read
     records = []
     for rec in serialized:
         if isinstance(rec, bytes):
@@ -253,7 +256,7 @@ Column = _fastparse.FastColumn
 
 
 def _decode(
-    records: list[bytes], where: _Where, message: Any, indices: Optional[Sequence[int]] = None
+    records: Sequence[bytes], where: _Where, message: Any, indices: Optional[Sequence[int]] = None
 ) -> list[Any]:
     """Parse each record with protobuf; ``indices`` are the records' batch positions."""
     out = []
@@ -410,7 +413,7 @@ def extract_columns(
     return {key: _column(feature_maps, key, dtype, where, indices) for key, dtype in needed.items()}
 
 
-def _extract(records: list[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
+def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
     """Columns for every needed key: the vectorized path where it applies, else protobuf."""
     n = len(records)
     needed = plan.needed
@@ -733,7 +736,7 @@ def parse_example(
 
 
 def _parse_examples(
-    records: list[bytes], plan: ParsePlan, where: _Where, batch: bool
+    records: Sequence[bytes], plan: ParsePlan, where: _Where, batch: bool
 ) -> dict[str, ParsedValue]:
     if plan.unsupported:
         raise ValueError(plan.unsupported)
@@ -781,7 +784,12 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
         return
     try:
         batches = [_as_records(b, "parse_example") for b in group]
-        flat = [r for b in batches for r in b]
+        blocks = [b for b in batches if isinstance(b, RecordSpans)]
+        flat: Sequence[bytes] = (
+            RecordSpans.join(blocks)
+            if len(blocks) == len(batches)
+            else [r for b in batches for r in b]
+        )
         where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
         cols = _extract(flat, plan, where)
     except (ParseError, TypeError, ValueError):
@@ -851,6 +859,8 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
 
 def _group_size(batch: Any) -> tuple[int, int]:
     """(records, bytes) of one batch, for chunking (0 bytes if they cannot be counted)."""
+    if isinstance(batch, RecordSpans):
+        return len(batch), batch.nbytes
     try:
         return len(batch), sum(map(len, batch))
     except TypeError:
@@ -1036,7 +1046,7 @@ def _sequence_assemble(
 
 
 def _parse_sequences(
-    records: list[bytes],
+    records: Sequence[bytes],
     context_features: Optional[Mapping[str, FeatureSpec]],
     sequence_features: Optional[Mapping[str, FeatureSpec]],
     where: _Where,

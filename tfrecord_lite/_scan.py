@@ -13,25 +13,33 @@ of its data, copy it out) but in phases over the whole buffer:
 
 The result is exactly the per-record loop's: the same records, and the same
 error (kind, offset, index) at the first bad record, with every good record
-before it returned first.
+before it returned first. The records come out as ``bytes`` objects, or (for a
+reader that hands them straight to the parser) as :class:`RecordSpans`: the
+same records left where they are in the buffer, with no copy per record.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, Optional, Union
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, Optional, Union, overload
 
 import numpy as np
 
 from ._crc import crc32c, mask, mask_array
 
-__all__ = ["Scan", "scan"]
+__all__ = ["RecordSpans", "Scan", "scan"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
 HEADER_SIZE = 12
 OVERHEAD = 16
 _U64 = struct.Struct("<Q")
+_NONE = np.zeros(0, dtype=np.int64)
+#: Records shorter than this on average are copied out even when spans are asked
+#: for: a small ``bytes`` object costs less than a view of the buffer.
+SPANS_FROM = 512
+_FOUR = np.arange(4, dtype=np.int64)
 
 
 class Scan(NamedTuple):
@@ -44,21 +52,199 @@ class Scan(NamedTuple):
     bytes must be available at ``consumed`` before another record can complete.
     """
 
-    records: list[bytes]
+    records: Sequence[bytes]
     consumed: int
     problem: Optional[str]
     need: int
 
 
+_Part = tuple[bytes, np.ndarray, np.ndarray]  # (buffer, data starts, data lengths)
+
+
+class RecordSpans(Sequence[bytes]):
+    """Records left in the buffers they were read in, not copied one by one.
+
+    Each part is ``(buffer, starts, lengths)``: record ``i`` of the part is
+    ``buffer[starts[i] : starts[i] + lengths[i]]``. It is a ``Sequence[bytes]``:
+    an index gives a copy of that one record, iteration gives each record as
+    ``bytes``; slices (any step), :meth:`take` and :meth:`join` give more spans
+    without copying. A parser reads whole batches from the buffers with
+    :meth:`rows` and :meth:`joined`, so no record becomes an object of its own.
+    The buffers are immutable ``bytes``, so spans stay valid as long as they live.
+    """
+
+    __slots__ = ("_ends", "_parts")
+
+    def __init__(self, parts: Sequence[_Part] = ()) -> None:
+        self._parts = _merged(parts)
+        self._ends = np.cumsum([len(p[1]) for p in self._parts], dtype=np.int64)
+
+    @classmethod
+    def join(cls, pieces: Sequence[RecordSpans]) -> RecordSpans:
+        """The records of ``pieces``, one after the other."""
+        return cls([part for piece in pieces for part in piece._parts])
+
+    @property
+    def parts(self) -> list[_Part]:
+        """The ``(buffer, starts, lengths)`` parts, in record order."""
+        return list(self._parts)
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def __repr__(self) -> str:
+        return f"RecordSpans({len(self)} records in {len(self._parts)} buffers)"
+
+    def lengths(self) -> np.ndarray:
+        """Every record's length (int64), in order."""
+        if len(self._parts) == 1:
+            return self._parts[0][2]
+        if not self._parts:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([p[2] for p in self._parts])
+
+    @property
+    def nbytes(self) -> int:
+        """The records' bytes in total."""
+        return sum(int(p[2].sum()) for p in self._parts)
+
+    def __iter__(self) -> Iterator[bytes]:
+        for buf, starts, lengths in self._parts:
+            yield from map(
+                buf.__getitem__, map(slice, starts.tolist(), (starts + lengths).tolist())
+            )
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> RecordSpans: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[bytes, RecordSpans]:
+        n = len(self)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            if step == 1:
+                return self._range(start, max(start, stop))
+            return self.take(np.arange(start, stop, step, dtype=np.int64))
+        k = i.__index__()
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("RecordSpans index out of range")
+        p = int(np.searchsorted(self._ends, k, side="right"))
+        buf, starts, lengths = self._parts[p]
+        j = k - (int(self._ends[p - 1]) if p else 0)
+        a = int(starts[j])
+        return buf[a : a + int(lengths[j])]
+
+    def _range(self, start: int, stop: int) -> RecordSpans:
+        out: list[_Part] = []
+        base = 0
+        for (buf, starts, lengths), end in zip(self._parts, self._ends.tolist()):
+            if end > start and base < stop:
+                a, b = max(start - base, 0), min(stop, end) - base
+                out.append((buf, starts[a:b], lengths[a:b]))
+            base = end
+        return RecordSpans(out)
+
+    def take(self, idx: np.ndarray) -> RecordSpans:
+        """The records at positions ``idx`` (increasing), as spans."""
+        out: list[_Part] = []
+        cuts = np.searchsorted(idx, self._ends).tolist()
+        lo = 0
+        for (buf, starts, lengths), hi, base in zip(
+            self._parts, cuts, [0, *self._ends[:-1].tolist()]
+        ):
+            if hi > lo:
+                local = idx[lo:hi] - base
+                out.append((buf, starts[local], lengths[local]))
+            lo = hi
+        return RecordSpans(out)
+
+    def rows(self, width: int) -> np.ndarray:
+        """The records, all ``width`` bytes long, as a 2-D uint8 array (one per row).
+
+        Records evenly spaced in one buffer (one writer, one length) are a strided
+        view of it (read-only, no copy); others are copied once into the array.
+        """
+        if any((lengths != width).any() for _, _, lengths in self._parts):
+            raise ValueError(f"RecordSpans.rows({width}) needs records of {width} bytes each")
+        views = [_rows_of(buf, starts, width) for buf, starts, _ in self._parts]
+        if len(views) == 1:
+            return views[0]
+        if not views:
+            return np.zeros((0, width), dtype=np.uint8)
+        return np.concatenate(views)
+
+    def joined(self, pad: int) -> tuple[bytes, np.ndarray]:
+        """One buffer holding every record, then ``pad`` zero bytes: (buffer, starts).
+
+        Each part's stretch from its first record to its last is copied whole (the
+        framing between records comes along; it is never read), so this is one
+        copy of the bytes, not one per record.
+        """
+        pieces: list[Buffer] = []
+        out: list[np.ndarray] = []
+        size = 0
+        for buf, starts, lengths in self._parts:
+            a, b = int(starts[0]), int(starts[-1] + lengths[-1])
+            pieces.append(memoryview(buf)[a:b])
+            out.append(starts - (a - size))
+            size += b - a
+        pieces.append(bytes(pad))
+        return b"".join(pieces), np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+def _merged(parts: Sequence[_Part]) -> list[_Part]:
+    """The non-empty parts, consecutive parts of one buffer made one."""
+    out: list[_Part] = []
+    run: list[_Part] = []
+    for part in parts:
+        if not len(part[1]):
+            continue
+        if run and run[-1][0] is not part[0]:
+            out.append(_one_part(run))
+            run = []
+        run.append(part)
+    if run:
+        out.append(_one_part(run))
+    return out
+
+
+def _one_part(run: list[_Part]) -> _Part:
+    if len(run) == 1:
+        return run[0]
+    return run[0][0], np.concatenate([p[1] for p in run]), np.concatenate([p[2] for p in run])
+
+
+def _rows_of(buf: bytes, starts: np.ndarray, width: int) -> np.ndarray:
+    k = len(starts)
+    first = int(starts[0])
+    step = int(starts[1] - starts[0]) if k > 1 else width
+    data = np.frombuffer(buf, dtype=np.uint8)
+    if k == 1 or (step >= width and (np.diff(starts) == step).all()):
+        return np.lib.stride_tricks.as_strided(
+            data[first:], shape=(k, width), strides=(step, 1), writeable=False
+        )
+    out = np.frombuffer(
+        b"".join(map(buf.__getitem__, map(slice, starts.tolist(), (starts + width).tolist()))),
+        dtype=np.uint8,
+    )
+    return out.reshape(k, width)
+
+
 def _boundaries(
     buf: Buffer, end: int, max_records: int, limit: Optional[int]
-) -> tuple[list[int], list[int], int, int, bool]:
+) -> tuple[np.ndarray, np.ndarray, int, int, bool]:
     """(starts, lengths, stop, need, claim) of the complete records from offset 0.
 
-    ``claim`` is True when the incomplete record at ``stop`` claims more bytes than ``limit``.
+    ``starts`` and ``lengths`` are int64 arrays; ``claim`` is True when the
+    incomplete record at ``stop`` claims more bytes than ``limit``.
     """
     starts: list[int] = []
     lengths: list[int] = []
+    head_starts = head_lengths = _NONE
     pos = 0
     unpack = _U64.unpack_from
     if end >= HEADER_SIZE and max_records != 0:
@@ -71,35 +257,41 @@ def _boundaries(
             lens = arr[:, :8].copy().view("<u8")[:, 0]
             same = lens == first
             good = count if same.all() else int(np.argmin(same))
-            starts = list(range(0, good * step, step))
-            lengths = [first] * good
+            head_starts = np.arange(0, good * step, step, dtype=np.int64)
+            head_lengths = np.full(good, first, dtype=np.int64)
             pos = good * step
-    left = max_records - len(starts) if max_records >= 0 else end  # records still allowed
+    left = max_records - len(head_starts) if max_records >= 0 else end  # records still allowed
     add_start = starts.append
     add_length = lengths.append
     last = end - HEADER_SIZE  # a header must start at or before this offset
+    need, claim = HEADER_SIZE, False
     while pos <= last and left:
         (length,) = unpack(buf, pos)
         nxt = pos + length + OVERHEAD
         if nxt > end:
             # Bytes that are here are fine even past ``limit`` (a file that grew since
             # its size was taken); a claim is an error only for bytes that are not.
-            total = length + OVERHEAD
-            return starts, lengths, pos, total, limit is not None and pos + total > limit
+            need = length + OVERHEAD
+            claim = limit is not None and pos + need > limit
+            break
         add_start(pos)
         add_length(length)
         pos = nxt
         left -= 1
-    return starts, lengths, pos, HEADER_SIZE, False
+    if not starts:
+        return head_starts, head_lengths, pos, need, claim
+    tail_starts = np.array(starts, dtype=np.int64)
+    tail_lengths = np.array(lengths, dtype=np.int64)
+    if len(head_starts):
+        tail_starts = np.concatenate([head_starts, tail_starts])
+        tail_lengths = np.concatenate([head_lengths, tail_lengths])
+    return tail_starts, tail_lengths, pos, need, claim
 
 
 def _u32_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The little-endian uint32 at each offset of a byte array, as uint64."""
-    out: np.ndarray = data[offsets].astype(np.uint64)
-    out |= data[offsets + 1].astype(np.uint64) << np.uint64(8)
-    out |= data[offsets + 2].astype(np.uint64) << np.uint64(16)
-    out |= data[offsets + 3].astype(np.uint64) << np.uint64(24)
-    return out
+    four = data[offsets[:, None] + _FOUR]  # one gather: (n, 4) bytes
+    return four.view("<u4")[:, 0].astype(np.uint64)
 
 
 def _header_ok(buf: Buffer, pos: int) -> bool:
@@ -107,33 +299,43 @@ def _header_ok(buf: Buffer, pos: int) -> bool:
 
 
 def scan(
-    buf: Buffer, *, verify: bool = True, max_records: int = -1, limit: Optional[int] = None
+    buf: Buffer,
+    *,
+    verify: bool = True,
+    max_records: int = -1,
+    limit: Optional[int] = None,
+    spans: bool = False,
 ) -> Scan:
     """Decode the complete records at the start of ``buf``.
 
     ``max_records`` (-1: no limit) caps how many are returned; ``limit`` is the
     number of bytes the whole stream has from ``buf[0]`` on, when known, so a
     length field claiming more is reported at once (``problem == "claim"``).
+    ``spans``: the records come as :class:`RecordSpans` of ``buf`` (when it is
+    ``bytes`` and they are :data:`SPANS_FROM` bytes long on average), not copied
+    out one by one.
     """
     end = len(buf)
-    starts, lengths, stop, need, claim = _boundaries(buf, end, max_records, limit)
-    n = len(starts)
+    s, ln, stop, need, claim = _boundaries(buf, end, max_records, limit)
+    n = len(s)
     bad_at = n  # index of the first bad record
     problem: Optional[str] = None
-    mv = memoryview(buf)
-    records = _copy(buf, mv, starts, lengths)
+    first = s + HEADER_SIZE  # where each record's data starts
+    records: Sequence[bytes]
+    if spans and isinstance(buf, bytes) and int(ln.sum()) >= n * SPANS_FROM:
+        records = RecordSpans([(buf, first, ln)])
+    else:
+        records = _copy(buf, first.tolist(), (first + ln).tolist())
     if verify and n:
         data = np.frombuffer(buf, dtype=np.uint8)
-        s = np.asarray(starts, dtype=np.int64)
-        ln = np.asarray(lengths, dtype=np.uint64)
         stored_hdr = _u32_at(data, s + 8)
-        if lengths[0] == lengths[-1] and (ln == ln[0]).all():
+        if ln[0] == ln[-1] and (ln == ln[0]).all():
             # One length (one writer, fixed layout): one header CRC to compute.
             expected = mask_array(np.array([crc32c(_U64.pack(int(ln[0])))], dtype=np.uint64))
         else:
             uniq, inverse = np.unique(ln, return_inverse=True)
             expected = mask_array(
-                np.array([crc32c(_U64.pack(int(u))) for u in uniq.tolist()], dtype=np.uint64)
+                np.array([crc32c(_U64.pack(u)) for u in uniq.tolist()], dtype=np.uint64)
             )[inverse.reshape(-1)]
         bad = np.flatnonzero(stored_hdr != expected)
         if len(bad):
@@ -141,10 +343,16 @@ def scan(
             problem = "header"
         m = bad_at
         if m:
-            # The CRC of each record's data, taken from the bytes objects handed out.
-            crcs = np.fromiter(map(crc32c, records[:m] if m < n else records), np.uint64, m)
-            foot = s[:m] + HEADER_SIZE + ln[:m].astype(np.int64)
-            stored = _u32_at(data, foot)
+            if isinstance(records, RecordSpans):
+                # Over views of the buffer, each dropped once checked: no record is copied.
+                mv = memoryview(buf)
+                a = first[:m]
+                views = map(mv.__getitem__, map(slice, a.tolist(), (a + ln[:m]).tolist()))
+                crcs = np.fromiter(map(crc32c, views), np.uint64, m)
+            else:
+                # Over the bytes objects handed out.
+                crcs = np.fromiter(map(crc32c, records[:m] if m < n else records), np.uint64, m)
+            stored = _u32_at(data, first[:m] + ln[:m])
             bad = np.flatnonzero(mask_array(crcs) != stored)
             if len(bad):
                 bad_at = int(bad[0])
@@ -160,12 +368,14 @@ def scan(
     if problem is None and claim:
         return Scan(records, stop, "claim", need)
     if problem is not None:
-        consumed = starts[bad_at] if bad_at < n else stop
+        consumed = int(s[bad_at]) if bad_at < n else stop
         return Scan(records[:bad_at], consumed, problem, need)
     return Scan(records, stop, None, need)
 
 
-def _copy(buf: Buffer, mv: memoryview, starts: list[int], lengths: list[int]) -> list[bytes]:
+def _copy(buf: Buffer, starts: list[int], ends: list[int]) -> list[bytes]:
+    """``buf[a:b]`` for each (a, b), as ``bytes``."""
     if isinstance(buf, bytes):
-        return [buf[a + HEADER_SIZE : a + HEADER_SIZE + b] for a, b in zip(starts, lengths)]
-    return [bytes(mv[a + HEADER_SIZE : a + HEADER_SIZE + b]) for a, b in zip(starts, lengths)]
+        return list(map(buf.__getitem__, map(slice, starts, ends)))
+    mv = memoryview(buf)
+    return [bytes(mv[a:b]) for a, b in zip(starts, ends)]

@@ -1,0 +1,219 @@
+"""Records handed to the parser as spans of the blocks read (``RecordSpans``), not copies.
+
+``TFRecordDataset(...).parse(spec).batch(n)`` reads each block once and hands the parser
+``(buffer, starts, lengths)``: every result and every error must be exactly what the
+copying path (and one ``parse_example`` per batch) gives.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_parse_engine import KEYS, _records, _reference, _run, _same_runs, _specs
+
+import tfrecord_lite as tfr
+from tfrecord_lite import _framing, _parse, _scan
+from tfrecord_lite._scan import RecordSpans, scan
+
+
+def _spans_of(records: list[bytes]) -> RecordSpans:
+    """The records framed in one buffer, as the reader's spans of it."""
+    return scan(_framing.encode_records(records), spans=True).records  # type: ignore[return-value]
+
+
+@pytest.fixture
+def always_spans(monkeypatch: Any) -> None:
+    """Spans for records of any size (small ones are otherwise copied out)."""
+    monkeypatch.setattr(_scan, "SPANS_FROM", 0)
+
+
+# --------------------------------------------------------------------------- the sequence
+
+
+def test_spans_behave_as_the_list_of_records(always_spans: None) -> None:
+    rng = random.Random(1)
+    records = [rng.randbytes(rng.randrange(40)) for _ in range(50)]
+    spans = _spans_of(records)
+    assert isinstance(spans, RecordSpans)
+    assert len(spans) == 50 and list(spans) == records
+    assert [spans[i] for i in range(-50, 50)] == records + records
+    for sl in (slice(None), slice(3, 17), slice(None, None, 3), slice(5, 45, 7), slice(40, 10)):
+        part = spans[sl]
+        assert isinstance(part, RecordSpans) and list(part) == records[sl]
+    assert spans.lengths().tolist() == [len(r) for r in records]
+    assert spans.nbytes == sum(map(len, records))
+    idx = np.array([0, 4, 5, 31, 49])
+    assert list(spans.take(idx)) == [records[i] for i in idx]
+    with pytest.raises(IndexError):
+        spans[50]
+
+
+def test_joined_spans_merge_the_parts_of_one_buffer(always_spans: None) -> None:
+    a = [bytes([i]) * 30 for i in range(20)]
+    b = [bytes([i]) * 9 for i in range(7)]
+    sa, sb = _spans_of(a), _spans_of(b)
+    whole = RecordSpans.join([sa[:5], sa[5:12], sb, sa[12:]])
+    assert list(whole) == a[:12] + b + a[12:]
+    # Consecutive slices of one block are one part again; the other block is its own.
+    assert len(whole.parts) == 3
+    assert list(whole[10:15]) == (a[:12] + b + a[12:])[10:15]
+    assert list(whole.take(np.array([0, 11, 12, 18, 19, 26]))) == [
+        (a[:12] + b + a[12:])[i] for i in (0, 11, 12, 18, 19, 26)
+    ]
+
+
+def test_rows_are_a_view_of_evenly_spaced_records_and_a_copy_otherwise(
+    always_spans: None,
+) -> None:
+    same = [bytes([i]) * 24 for i in range(10)]
+    rows = _spans_of(same).rows(24)
+    assert rows.shape == (10, 24) and not rows.flags.writeable
+    assert [bytes(r) for r in rows] == same
+    # Records of one length that are not evenly spaced in the buffer (others between).
+    mixed = [bytes([i]) * (24 if i % 3 else 5) for i in range(12)]
+    spans = _spans_of(mixed)
+    keep = np.array([i for i in range(12) if i % 3])
+    assert [bytes(r) for r in spans.take(keep).rows(24)] == [mixed[i] for i in keep]
+    with pytest.raises(ValueError, match="24 bytes"):
+        spans.rows(24)
+
+
+def test_joined_holds_every_record_then_zero_padding(always_spans: None) -> None:
+    a, b = [b"abc", b"", b"defgh"], [b"ijklmnop", b"q"]
+    spans = RecordSpans.join([_spans_of(a), _spans_of(b)[1:]])
+    buf, starts = spans.joined(16)
+    assert buf.endswith(bytes(16))
+    lengths = spans.lengths()
+    assert [buf[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist())] == a + b[1:]
+
+
+@pytest.mark.parametrize("spans", [False, True])
+def test_scan_finds_the_same_records_and_damage_either_way(always_spans: None, spans: bool) -> None:
+    rng = random.Random(5)
+    records = [rng.randbytes(rng.choice([7, 7, 7, 300])) for _ in range(40)]
+    framed = bytearray(_framing.encode_records(records))
+    whole = scan(bytes(framed), spans=spans)
+    assert list(whole.records) == records and whole.problem is None
+    assert isinstance(whole.records, RecordSpans) is spans
+    # A flipped data byte in record 17: the 17 before it come out, then a data error.
+    offset = sum(len(r) + 16 for r in records[:17]) + 12
+    framed[offset] ^= 1
+    bad = scan(bytes(framed), spans=spans)
+    assert list(bad.records) == records[:17] and bad.problem == "data"
+    assert bad.consumed == offset - 12
+    # A cut in the middle of record 30: the 30 before it, and how many bytes it needs.
+    cut = sum(len(r) + 16 for r in records[:30]) + 5
+    part = scan(bytes(framed[:cut])[offset + 400 :], spans=spans)
+    assert part.need > 0
+
+
+def test_small_records_are_copied_out_even_when_spans_are_asked_for() -> None:
+    records = [b"x" * 100] * 20
+    assert isinstance(scan(_framing.encode_records(records), spans=True).records, list)
+    big = [b"y" * 2000] * 20
+    assert isinstance(scan(_framing.encode_records(big), spans=True).records, RecordSpans)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def _write(path: Any, records: list[bytes]) -> str:
+    with tfr.TFRecordWriter(str(path)) as w:
+        for r in records:
+            w.write(r)
+    return str(path)
+
+
+@pytest.mark.parametrize("messy", [False, True])
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_dataset_parse_batch_over_spans_equals_parse_example(
+    tmp_path: Any, monkeypatch: Any, always_spans: None, messy: bool, drop_remainder: bool
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 96)
+    rng = random.Random(11 + messy)
+    records = _records(rng, 700, KEYS, messy=messy)
+    files = [
+        _write(tmp_path / "a.tfrecord", records[:450]),
+        _write(tmp_path / "b.tfrecord", records[450:]),
+    ]
+    specs = _specs(random.Random(3), KEYS)
+    batch = 40
+    n = 700 - 700 % batch if drop_remainder else 700
+    batches = [records[i : min(i + batch, n)] for i in range(0, n, batch)]
+    expect = _reference(batches, specs)
+    # Small blocks: batches span blocks and files.
+    ds = tfr.TFRecordDataset(files, buffer_size=4096)
+    got = _run(ds.parse(specs).batch(batch, drop_remainder=drop_remainder))
+    _same_runs(got, expect)
+
+
+@pytest.fixture
+def parsed_types(monkeypatch: Any) -> list[type]:
+    """The type of every batch the chunked parser is handed."""
+    seen: list[type] = []
+    real = _parse._parse_group
+
+    def spy(group: list[Any], plan: Any) -> Any:
+        seen.extend(type(b) for b in group)
+        return real(group, plan)
+
+    monkeypatch.setattr(_parse, "_parse_group", spy)
+    return seen
+
+
+def test_spans_reach_the_parser(
+    tmp_path: Any, always_spans: None, parsed_types: list[type]
+) -> None:
+    records = _records(random.Random(2), 300, KEYS, messy=False)
+    path = _write(tmp_path / "s.tfrecord", records)
+    list(tfr.TFRecordDataset(path).parse({"fare": tfr.VarLenFeature(tfr.float32)}).batch(64))
+    assert parsed_types and set(parsed_types) == {RecordSpans}
+
+
+def test_a_shard_and_a_window_of_spans_are_the_same_records(
+    tmp_path: Any, always_spans: None, parsed_types: list[type]
+) -> None:
+    records = _records(random.Random(8), 500, KEYS, messy=False)
+    path = _write(tmp_path / "w.tfrecord", records)
+    spec = {"fare": tfr.VarLenFeature(tfr.float32)}
+    ds = tfr.TFRecordDataset(path, buffer_size=2048)
+    for pipeline, chosen in (
+        (ds.shard(3, 1).parse(spec).batch(16), records[1::3]),
+        (ds._derive(windows={path: (37, 222)}).parse(spec).batch(16), records[37:259]),
+    ):
+        parsed_types.clear()
+        batches = [chosen[i : i + 16] for i in range(0, len(chosen), 16)]
+        _same_runs(_run(pipeline), _reference(batches, spec))
+        assert set(parsed_types) == {RecordSpans}
+
+
+def test_a_corrupt_record_stops_spans_at_the_same_place(tmp_path: Any, always_spans: None) -> None:
+    records = _records(random.Random(4), 400, KEYS, messy=False)
+    path = _write(tmp_path / "c.tfrecord", records)
+    data = bytearray(Path(path).read_bytes())
+    offset = sum(len(r) + 16 for r in records[:250]) + 12
+    data[offset + len(records[250]) // 2] ^= 0x40
+    Path(path).write_bytes(bytes(data))
+    spec = {"fare": tfr.VarLenFeature(tfr.float32)}
+    got = []
+    with pytest.raises(tfr.CorruptRecordError) as info:
+        for b in tfr.TFRecordDataset(path, buffer_size=4096).parse(spec).batch(50):
+            got.append(b)
+    assert info.value.index == 250 and info.value.offset == offset
+    assert len(got) == 5  # the batches wholly before the damaged record
+
+
+def test_interleaved_files_still_read_as_lists(
+    tmp_path: Any, always_spans: None, parsed_types: list[type]
+) -> None:
+    records = _records(random.Random(6), 200, KEYS, messy=False)
+    files = [_write(tmp_path / f"{k}.tfrecord", records[k::2]) for k in range(2)]
+    spec = {"fare": tfr.VarLenFeature(tfr.float32)}
+    ds = tfr.TFRecordDataset(files, num_parallel_reads=2)
+    batches = [records[i : i + 25] for i in range(0, 200, 25)]
+    _same_runs(_run(ds.parse(spec).batch(25)), _reference(batches, spec))
+    assert set(parsed_types) == {list}
