@@ -82,13 +82,26 @@ def test_rows_are_a_view_of_evenly_spaced_records_and_a_copy_otherwise(
         spans.rows(24)
 
 
-def test_joined_holds_every_record_then_zero_padding(always_spans: None) -> None:
+def test_contiguous_holds_every_record_then_zero_padding(always_spans: None) -> None:
     a, b = [b"abc", b"", b"defgh"], [b"ijklmnop", b"q"]
     spans = RecordSpans.join([_spans_of(a), _spans_of(b)[1:]])
-    buf, starts = spans.joined(16)
-    assert buf.endswith(bytes(16))
+    buf, starts, zero = spans.contiguous(16)
+    assert buf.endswith(bytes(16)) and buf[zero] == 0
     lengths = spans.lengths()
     assert [buf[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist())] == a + b[1:]
+
+
+def test_one_block_with_room_after_its_records_is_used_where_it_is(always_spans: None) -> None:
+    records = [bytes([0xFF]) * 40 for _ in range(6)]
+    spans = _spans_of(records)
+    buf, starts, zero = spans[1:4].contiguous(16)
+    (part,) = spans.parts
+    assert buf is part[0]  # no copy: the block itself
+    assert buf[zero] == 0 and zero < int(starts[0])
+    assert [buf[s : s + 40] for s in starts.tolist()] == records[1:4]
+    # The last records of the block have no room after them: copied, then padded.
+    buf, starts, zero = spans[4:].contiguous(16)
+    assert buf is not part[0] and buf.endswith(bytes(16)) and buf[zero] == 0
 
 
 @pytest.mark.parametrize("spans", [False, True])
@@ -217,3 +230,30 @@ def test_interleaved_files_still_read_as_lists(
     batches = [records[i : i + 25] for i in range(0, 200, 25)]
     _same_runs(_run(ds.parse(spec).batch(25)), _reference(batches, spec))
     assert set(parsed_types) == {list}
+
+
+def test_blocks_grow_while_records_are_big_unless_the_block_size_is_given(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    seen: list[Any] = []
+    real = _parse._parse_group
+
+    def spy(group: list[Any], plan: Any) -> Any:
+        seen.extend(group)
+        return real(group, plan)
+
+    monkeypatch.setattr(_parse, "_parse_group", spy)
+    rng = random.Random(3)
+    blobs = [rng.randbytes(rng.randrange(30_000, 50_000)) for _ in range(400)]
+    path = str(tmp_path / "big.tfrecord")
+    tfr.write_examples(path, {"blob": blobs, "n": np.arange(400)})
+    spec = {"blob": tfr.FixedLenFeature([], tfr.string), "n": tfr.FixedLenFeature([], tfr.int64)}
+    for buffer_size, biggest in ((None, 4 << 20), (2 << 20, 2 << 20)):
+        seen.clear()
+        got = list(tfr.TFRecordDataset(path, buffer_size=buffer_size).parse(spec).batch(100))
+        assert [b["n"].tolist() for b in got] == [
+            list(range(k, k + 100)) for k in (0, 100, 200, 300)
+        ]
+        assert [x for b in got for x in b["blob"].tolist()] == blobs
+        sizes = {len(part[0]) for spans in seen for part in spans.parts}
+        assert max(sizes) == biggest

@@ -263,6 +263,7 @@ class _Source:
             None,
             None,
             spans,
+            grow=spans and self.buffer_size is None,
         )
         window = self.windows.get(path) if self.windows else None
         if window is None:
@@ -2036,7 +2037,8 @@ class TFRecordDataset(Dataset):
     ``""`` (plain), ``"GZIP"`` or ``"ZLIB"``. ``buffer_size``: the read-ahead per
     file in bytes, as tf.data's. The default reads 1 MiB blocks, shared among
     the files open at once when interleaving (at least 256 KiB each, as
-    TensorFlow's per-file buffer); values up
+    TensorFlow's per-file buffer); for ``parse(...).batch(n)`` straight after
+    it, blocks grow up to 4 MiB while the records are big. Values up
     to 1 MiB (the MNIST tutorial's ``buffer_size=100``, 0 for "unbuffered", -1)
     mean that default, since smaller reads would only be slower; larger values
     are used as given. ``num_parallel_reads=N`` interleaves N

@@ -639,8 +639,12 @@ def _entries(
     ee: np.ndarray,
     table: KeyTable,
     ok: np.ndarray,
+    zero: int,
 ) -> _Entries:
-    """Read each entry's key (looked up in ``table``) and its Feature's kind and list region."""
+    """Read each entry's key (looked up in ``table``) and its Feature's kind and list region.
+
+    ``zero``: the index of a zero byte in ``data`` (an empty Feature's length is read there).
+    """
     tag_ok = (es < ee) & (data[es] == 0x0A)
     ks, ke, fits = _length_field(data, es + 1, ee)
     good = tag_ok & fits & (ke < ee)
@@ -656,8 +660,8 @@ def _entries(
         lpos = vs + 1
     else:
         code = np.where(nonempty, _FEATURE_TAG_CODE[data[vs]], 0).astype(np.int8)
-        # An empty Feature's length is read from the zero padding (not the next entry).
-        lpos = np.where(nonempty, vs + 1, len(data) - 2)
+        # An empty Feature's length is read from a zero byte (not the next entry).
+        lpos = np.where(nonempty, vs + 1, zero)
     ls, le, fits = _length_field(data, lpos, ee)
     good &= ~nonempty | ((code > 0) & fits & (le == ee))
     _reject(ok, owner, good)
@@ -797,12 +801,17 @@ def _walk(
     ends: np.ndarray,
     table: KeyTable,
     needed: Mapping[str, DType],
+    zero: int,
 ) -> tuple[np.ndarray, dict[str, FastColumn]]:
-    """The entry walk over records ``starts..ends``: (handled mask, columns of those)."""
+    """The entry walk over records ``starts..ends``: (handled mask, columns of those).
+
+    ``data`` (``buf``'s bytes) has at least :data:`_PAD` bytes after the last
+    record, and a zero byte at ``zero``.
+    """
     ok = np.ones(len(starts), dtype=bool)
     fs, fe = _walk_examples(data, starts, ends, ok)
     owner, es, ee = _walk_features(data, fs, fe, ok)
-    ent = _entries(data, owner, es, ee, table, ok)
+    ent = _entries(data, owner, es, ee, table, ok, zero)
     return ok, _columns(buf, data, ent, ok, table, needed)
 
 
@@ -1004,11 +1013,18 @@ def extract(
         return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined
     # buffer stays small (and is reused by the allocator, not faulted in afresh).
+    # Spans are cut only where one block read ends and the next begins, so a
+    # window of one block is read where it is.
     ends = np.cumsum(lengths)
+    at = records.part_ends() if isinstance(records, RecordSpans) else None
     cuts = [0]
     while cuts[-1] < n:
         base = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
         cut = int(np.searchsorted(ends, base + WINDOW_BYTES, side="right"))
+        if at is not None:
+            snapped = int(at[np.searchsorted(at, cut, side="right") - 1])
+            # (A block bigger than a window is a window of its own.)
+            cut = snapped if snapped > cuts[-1] else int(at[np.searchsorted(at, cuts[-1], "right")])
         cuts.append(min(n, max(cut, cuts[-1] + 1)))
     handled = np.zeros(n, dtype=bool)
     found: list[dict[str, FastColumn]] = []
@@ -1055,13 +1071,15 @@ def _extract_window(
     # 2. The rest: the entry walk, whatever their layouts, over the rest joined.
     rest = np.flatnonzero(~handled)
     if len(rest) and table.usable:
-        buf, starts = _joined(records if len(rest) == n else _take(records, rest), lengths[rest])
+        buf, starts, zero = _contiguous(
+            records if len(rest) == n else _take(records, rest), lengths[rest]
+        )
         data = np.frombuffer(buf, dtype=np.uint8)
         ends = starts + lengths[rest]
         if len(buf) < _INT32_BYTES:
             # positions: half the memory traffic
             starts, ends = starts.astype(np.int32), ends.astype(np.int32)
-        ok, cols = _walk(buf, data, starts, ends, table, needed)
+        ok, cols = _walk(buf, data, starts, ends, table, needed, zero)
         if ok.any():
             handled[rest[ok]] = True
             parts.append((rest[ok], cols))
@@ -1079,13 +1097,15 @@ def _take(records: Sequence[bytes], idx: np.ndarray) -> Sequence[bytes]:
     return [records[i] for i in idx.tolist()]
 
 
-def _joined(records: Sequence[bytes], lengths: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """One buffer with every record, then :data:`_PAD` zero bytes: (buffer, starts)."""
+def _contiguous(records: Sequence[bytes], lengths: np.ndarray) -> tuple[bytes, np.ndarray, int]:
+    """One buffer holding every record and :data:`_PAD` bytes after the last one:
+    (buffer, starts, index of a zero byte in it)."""
     if isinstance(records, RecordSpans):
-        return records.joined(_PAD)
+        return records.contiguous(_PAD)
     starts = np.zeros(len(records), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
-    return b"".join([*records, bytes(_PAD)]), starts
+    buf = b"".join([*records, bytes(_PAD)])
+    return buf, starts, len(buf) - 1
 
 
 def merge_columns(n: int, parts: list[tuple[np.ndarray, FastColumn]], dtype: DType) -> FastColumn:

@@ -871,24 +871,36 @@ def _write_all(f: IO[bytes], data: Union[bytes, bytearray, memoryview]) -> None:
 # --------------------------------------------------------------------------- reader
 
 
-def _read_blocks(f: IO[bytes], size: int, expected: Optional[int] = None) -> Iterator[bytes]:
+def _read_blocks(
+    f: IO[bytes], size: Union[int, list[int]], expected: Optional[int] = None
+) -> Iterator[bytes]:
     """Blocks of ``size`` bytes; when the file's size is known, no read asks for more
     than it holds (``read(n)`` allocates ``n`` bytes first), and a file that grows
-    meanwhile is read on."""
+    meanwhile is read on. ``size`` may be a one-item list that the caller changes as
+    it goes (each read takes its current value)."""
+    sizes = size if isinstance(size, list) else [size]
     read = f.read
     left = expected
     while True:
+        n = sizes[0]
         if left is None:
-            block = read(size)
+            block = read(n)
         elif left > 0:
-            block = read(min(size, left))
+            block = read(min(n, left))
             left -= len(block)
         else:  # at the expected end: a small read tells whether the file grew
-            block = read(min(size, 4096))
+            block = read(min(n, 4096))
             left = None
         if not block:
             return
         yield block
+
+
+#: Reading records for the parser (spans), a plain file's blocks grow up to this
+#: size while records are big, so that a block holds about :data:`_SPAN_RECORDS`
+#: records: fewer pieces to join and fewer tails read twice.
+_SPAN_BLOCK_MAX = 4 << 20
+_SPAN_RECORDS = 64
 
 
 _EXHAUSTED: Iterator[bytes] = iter(())
@@ -1184,6 +1196,7 @@ def _read_batches(
     on_skip: Optional[Callable[[SkipReport], None]],
     max_record_size: Optional[int],
     spans: Literal[False] = False,
+    grow: bool = False,
 ) -> Iterator[list[bytes]]: ...
 
 
@@ -1197,6 +1210,7 @@ def _read_batches(
     on_skip: Optional[Callable[[SkipReport], None]],
     max_record_size: Optional[int],
     spans: bool,
+    grow: bool = False,
 ) -> Iterator[Sequence[bytes]]: ...
 
 
@@ -1209,11 +1223,14 @@ def _read_batches(
     on_skip: Optional[Callable[[SkipReport], None]],
     max_record_size: Optional[int],
     spans: bool = False,
+    grow: bool = False,
 ) -> Iterator[Sequence[bytes]]:
     """The records of one file, a list at a time (each list in file order).
 
     ``spans``: where it can, each list is a :class:`~tfrecord_lite._scan.RecordSpans`
     of the block read (for the parser: no record is copied out on its own).
+    ``grow``: a plain file's blocks grow (up to :data:`_SPAN_BLOCK_MAX`) while its
+    records are big, to about :data:`_SPAN_RECORDS` records a block.
     """
     path = _describe(source)
     owns = not is_file_object(source)
@@ -1226,7 +1243,8 @@ def _read_batches(
     try:
         stream_size = _remaining_size(f) if owns else None
         base = _start_position(f)
-        raw = _read_blocks(f, buffer_size, stream_size)
+        block = [buffer_size]  # the size of the next read
+        raw = _read_blocks(f, block, stream_size)
         first = next(raw, b"")
         while 0 < len(first) < HEADER_SIZE:  # make sure detection sees a whole header
             more = next(raw, b"")
@@ -1260,6 +1278,7 @@ def _read_batches(
         seekable = stream_size is not None and on_error == "skip"
         # A plain file: the next block may start at an incomplete record (no join).
         rewind = stream_size is not None and on_error == "raise"
+        grow = grow and rewind
         try:
             try:
                 for chunk in chunks:
@@ -1267,10 +1286,14 @@ def _read_batches(
                     yield from _decoded_batches(decoder, spans)
                     if decoder.stopped:
                         break
-                    if rewind and len(chunk) == buffer_size:
-                        back = decoder._release_tail(buffer_size)
+                    if rewind and len(chunk) == block[0]:
+                        back = decoder._release_tail(block[0])
                         if back:
                             f.seek(-back, os.SEEK_CUR)
+                    if grow and decoder.index and block[0] < _SPAN_BLOCK_MAX:
+                        want = decoder.offset * _SPAN_RECORDS // decoder.index
+                        while block[0] < min(want, _SPAN_BLOCK_MAX):
+                            block[0] *= 2
                     if seekable:
                         ahead = decoder._discard_ahead()
                         if ahead > buffer_size:

@@ -39,7 +39,6 @@ _NONE = np.zeros(0, dtype=np.int64)
 #: Records shorter than this on average are copied out even when spans are asked
 #: for: a small ``bytes`` object costs less than a view of the buffer.
 SPANS_FROM = 512
-_FOUR = np.arange(4, dtype=np.int64)
 
 
 class Scan(NamedTuple):
@@ -69,7 +68,7 @@ class RecordSpans(Sequence[bytes]):
     an index gives a copy of that one record, iteration gives each record as
     ``bytes``; slices (any step), :meth:`take` and :meth:`join` give more spans
     without copying. A parser reads whole batches from the buffers with
-    :meth:`rows` and :meth:`joined`, so no record becomes an object of its own.
+    :meth:`rows` and :meth:`contiguous`, so no record becomes an object of its own.
     The buffers are immutable ``bytes``, so spans stay valid as long as they live.
     """
 
@@ -91,6 +90,10 @@ class RecordSpans(Sequence[bytes]):
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if len(self._ends) else 0
+
+    def part_ends(self) -> np.ndarray:
+        """Where each part ends, in records: 0 first, then each part's end (int64)."""
+        return np.concatenate([[0], self._ends]).astype(np.int64)
 
     def __repr__(self) -> str:
         return f"RecordSpans({len(self)} records in {len(self._parts)} buffers)"
@@ -177,13 +180,21 @@ class RecordSpans(Sequence[bytes]):
             return np.zeros((0, width), dtype=np.uint8)
         return np.concatenate(views)
 
-    def joined(self, pad: int) -> tuple[bytes, np.ndarray]:
-        """One buffer holding every record, then ``pad`` zero bytes: (buffer, starts).
+    def contiguous(self, pad: int) -> tuple[bytes, np.ndarray, int]:
+        """One buffer holding every record, with at least ``pad`` bytes after the last
+        one: (buffer, starts, index of a zero byte in it).
 
-        Each part's stretch from its first record to its last is copied whole (the
-        framing between records comes along; it is never read), so this is one
-        copy of the bytes, not one per record.
+        Records of one buffer that has ``pad`` bytes after them are read where they
+        are (the zero byte: the top byte of the first record's length field, as no
+        record reaches 2**56 bytes). Otherwise each part's stretch from its first
+        record to its last is copied whole (the framing between records comes along;
+        it is never read), then ``pad`` zero bytes: one copy of the bytes, not one
+        per record.
         """
+        if len(self._parts) == 1:
+            buf, starts, lengths = self._parts[0]
+            if len(buf) >= int(starts[-1] + lengths[-1]) + pad:
+                return buf, starts, int(starts[0]) - HEADER_SIZE + 7
         pieces: list[Buffer] = []
         out: list[np.ndarray] = []
         size = 0
@@ -193,7 +204,8 @@ class RecordSpans(Sequence[bytes]):
             out.append(starts - (a - size))
             size += b - a
         pieces.append(bytes(pad))
-        return b"".join(pieces), np.concatenate(out) if out else np.zeros(0, np.int64)
+        joined = b"".join(pieces)
+        return joined, np.concatenate(out) if out else np.zeros(0, np.int64), len(joined) - 1
 
 
 def _merged(parts: Sequence[_Part]) -> list[_Part]:
@@ -290,8 +302,11 @@ def _boundaries(
 
 def _u32_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The little-endian uint32 at each offset of a byte array, as uint64."""
-    four = data[offsets[:, None] + _FOUR]  # one gather: (n, 4) bytes
-    return four.view("<u4")[:, 0].astype(np.uint64)
+    out: np.ndarray = data[offsets].astype(np.uint64)
+    out |= data[offsets + 1].astype(np.uint64) << np.uint64(8)
+    out |= data[offsets + 2].astype(np.uint64) << np.uint64(16)
+    out |= data[offsets + 3].astype(np.uint64) << np.uint64(24)
+    return out
 
 
 def _header_ok(buf: Buffer, pos: int) -> bool:
