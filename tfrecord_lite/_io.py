@@ -1293,7 +1293,7 @@ def _read_batches(
                     if grow and decoder.index and block[0] < _SPAN_BLOCK_MAX:
                         want = decoder.offset * _SPAN_RECORDS // decoder.index
                         while block[0] < min(want, _SPAN_BLOCK_MAX):
-                            block[0] *= 2
+                            block[0] = min(block[0] * 2, _SPAN_BLOCK_MAX)
                     if seekable:
                         ahead = decoder._discard_ahead()
                         if ahead > buffer_size:
