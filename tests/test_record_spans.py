@@ -8,6 +8,7 @@ copying path (and one ``parse_example`` per batch) gives.
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,61 @@ def test_blocks_grow_while_records_are_big_unless_the_block_size_is_given(
         assert [x for b in got for x in b["blob"].tolist()] == blobs
         sizes = {len(part[0]) for spans in seen for part in spans.parts}
         assert max(sizes) == biggest
+
+
+def _prefetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "tfrecord_lite-prefetch"]
+
+
+def _big_file(tmp_path: Any, n: int = 400) -> tuple[str, list[bytes]]:
+    rng = random.Random(9)
+    blobs = [rng.randbytes(rng.randrange(20_000, 40_000)) for _ in range(n)]
+    path = str(tmp_path / "ahead.tfrecord")
+    tfr.write_examples(path, {"blob": blobs, "n": np.arange(n)})
+    return path, blobs
+
+
+BIG_SPEC = {"blob": tfr.FixedLenFeature([], tfr.string), "n": tfr.FixedLenFeature([], tfr.int64)}
+
+
+def test_big_records_are_read_ahead_in_a_thread_that_stops_with_the_loop(tmp_path: Any) -> None:
+    path, blobs = _big_file(tmp_path)
+    before = len(_prefetch_threads())
+    it = iter(tfr.TFRecordDataset(path).parse(BIG_SPEC).batch(10))
+    first = next(it)
+    assert first["n"].tolist() == list(range(10))
+    assert len(_prefetch_threads()) == before + 1  # reading ahead of the parser
+    rest = list(it)
+    assert [x for b in [first, *rest] for x in b["blob"].tolist()] == blobs
+    # A loop left early stops the thread too.
+    it = iter(tfr.TFRecordDataset(path).parse(BIG_SPEC).batch(10))
+    next(it)
+    it.close()
+    for t in _prefetch_threads()[before:]:
+        t.join(5)
+    assert len(_prefetch_threads()) == before
+
+
+def test_small_records_are_not_read_ahead(tmp_path: Any) -> None:
+    records = _records(random.Random(2), 300, KEYS, messy=False)
+    path = _write(tmp_path / "small.tfrecord", records)
+    before = len(_prefetch_threads())
+    it = iter(tfr.TFRecordDataset(path).parse({"fare": tfr.VarLenFeature(tfr.float32)}).batch(8))
+    next(it)
+    assert len(_prefetch_threads()) == before
+    it.close()
+
+
+def test_a_damaged_record_read_ahead_raises_after_the_records_before_it(tmp_path: Any) -> None:
+    path, _ = _big_file(tmp_path)
+    data = bytearray(Path(path).read_bytes())
+    records = list(tfr.tf_record_iterator(path))
+    offset = sum(len(r) + 16 for r in records[:77]) + 12
+    data[offset + 100] ^= 0x01
+    Path(path).write_bytes(bytes(data))
+    got: list[int] = []
+    with pytest.raises(tfr.CorruptRecordError) as info:
+        for b in tfr.TFRecordDataset(path).parse(BIG_SPEC).batch(10):
+            got.extend(b["n"].tolist())
+    assert info.value.index == 77 and info.value.offset == offset
+    assert got == list(range(70))  # the batches wholly before record 77

@@ -226,6 +226,8 @@ class _Source:
             merged = _chain_files(readers)
         else:
             merged = _interleave_lists(readers, src.cycle_length, src.block_length)
+        if spans:
+            merged = _read_ahead_when_big(merged)
         return merged if lists else _flatten_lists(merged)
 
     def block_size(self) -> int:
@@ -292,6 +294,30 @@ class _Source:
                 yield f.get_many(range(first, min(n, first + chunk), step))
         finally:
             f.close()
+
+
+#: Records this big on average are read ahead in a background thread while the
+#: parser works: reading and checking the CRC of a big record release the GIL.
+_AHEAD_FROM = 16 << 10
+
+
+def _read_ahead_when_big(lists: Iterator[Sequence[bytes]]) -> Iterator[Sequence[bytes]]:
+    """The lists, in order; once they prove to hold big records (spans of at least
+    :data:`_AHEAD_FROM` bytes a record), the rest are read in a background thread,
+    two blocks ahead of the parser. Closing it closes ``lists``."""
+    handed = False
+    try:
+        for lst in lists:
+            yield lst
+            if isinstance(lst, RecordSpans) and lst.nbytes >= len(lst) * _AHEAD_FROM:
+                break
+        else:
+            return
+        handed = True  # the thread reads (and finally closes) ``lists`` from here on
+        yield from _prefetch(lambda: lists, 2)
+    finally:
+        if not handed:
+            _close(lists)
 
 
 def _warming(make: Callable[[], Iterator[_T]], upcoming: list[str]) -> Iterator[_T]:
