@@ -40,8 +40,10 @@ def no_thread_left() -> bool:
 
 @pytest.fixture
 def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every compressed stream is inflated ahead, whatever its size and the core count."""
+    """Every compressed stream is inflated ahead, local files included, whatever its
+    size and the core count."""
     monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
+    monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)
     monkeypatch.setattr(_compress, "_cores", lambda: 2)
 
 
@@ -284,6 +286,10 @@ def test_small_files_and_single_cores_stay_inline(
     assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1)
     assert _compress.ahead_pays(_compress.AHEAD_MIN_BYTES)
     assert _compress.ahead_pays(None)  # unknown size (a stream): ahead
+    assert not _compress.ahead_pays(10**9, local=True)  # a local file: inline
+    assert not _compress.ahead_pays(None, local=True)
+    monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)
+    assert _compress.ahead_pays(10**9, local=True)
     monkeypatch.setattr(_compress, "_cores", lambda: 1)
     assert not _compress.ahead_pays(None)
     assert not _compress.ahead_pays(10**9)
@@ -350,6 +356,7 @@ def test_threads_env_caps_the_compression_threads(
 ) -> None:
     # TFRECORD_LITE_THREADS=1: no inflate-ahead thread, deflate in the writer's thread.
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)  # local files as streams
     assert _compress._cores() == 4
     monkeypatch.setenv(_compress.THREADS_ENV, "2")
     assert _compress._cores() == 2 and _compress.deflate_threads() == 2
@@ -375,3 +382,29 @@ def test_threads_env_caps_the_compression_threads(
         monkeypatch.setenv(_compress.THREADS_ENV, bad)
         with pytest.raises(ValueError, match="TFRECORD_LITE_THREADS"):
             _compress._cores()
+
+
+def test_a_local_file_is_inflated_inline_and_a_file_object_ahead(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_compress, "_cores", lambda: 2)
+    records = [os.urandom(400) + bytes(400) for _ in range(6000)]
+    path = tmp_path / "local.gz"
+    write(path, records, "GZIP")
+    # (A file object's size is what is left after the first block read.)
+    assert path.stat().st_size >= _compress.AHEAD_MIN_BYTES + (1 << 20)
+    it = tfr.tf_record_iterator(path)
+    assert next(it) == records[0]
+    assert not inflating_threads()  # a local file: inflated in this thread
+    assert list(it) == records[1:]
+    # A local file object too; the same bytes from a stream that is not a file of
+    # this machine (a network stream, say): ahead.
+    with path.open("rb") as f:
+        it = tfr.tf_record_iterator(f)
+        assert next(it) == records[0]
+        assert not inflating_threads()
+    it = tfr.tf_record_iterator(io.BytesIO(path.read_bytes()))
+    assert next(it) == records[0]
+    assert inflating_threads()
+    assert list(it) == records[1:]
+    assert no_thread_left()

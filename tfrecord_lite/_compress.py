@@ -72,10 +72,12 @@ not a whole block read: what the bound leaves unread, inflaters hand back as a
 copy. A file reader gets :data:`READ_CHUNK` (512 KiB) of inflated data at a time.
 
 Inflating ahead: every backend's inflater lets other threads run while it works,
-so a compressed stream of at least :data:`AHEAD_MIN_BYTES` (or of unknown size)
-is read and inflated in a background thread (:func:`inflate_ahead`) while the
-caller frames and checks the records already inflated, on machines with more
-than one core. The thread keeps at most :data:`AHEAD_DEPTH` (3) inflated chunks
+so a compressed stream that is not a local file (an object store's, a file
+object's), of at least :data:`AHEAD_MIN_BYTES` or of unknown size, is read and
+inflated in a background thread (:func:`inflate_ahead`) while the caller frames
+and checks the records already inflated, on machines with more than one core:
+there the thread also hides the waits for the network. A local file is inflated
+inline (:data:`AHEAD_LOCAL`), as measured below. The thread keeps at most :data:`AHEAD_DEPTH` (3) inflated chunks
 of at most :data:`AHEAD_CHUNK` (512 KiB) waiting for the reader, besides the
 one it is inflating: with the reader's own, at most 2.5 MiB of inflated data
 exist at a time (inline: one :data:`READ_CHUNK`, 512 KiB, plus the reader's
@@ -86,8 +88,8 @@ Python, so every chunk passes the GIL between the two threads, and where that
 hand-off is slow (a small virtual machine) it costs what the overlap gains. On
 the 2-vCPU machine of the benchmarks, reading the 51 MB MNIST-like GZIP file
 took 85-100 ms inline and 97-113 ms with the thread (bigger chunks, 1-2 MiB,
-were slower still: their fresh buffers cost page faults); ``TFRECORD_LITE_THREADS=1``
-reads inline.
+were slower still: their fresh buffers cost page faults), hence local files are
+inflated inline; ``TFRECORD_LITE_THREADS=1`` reads every stream inline.
 Records, errors and their
 positions are the same as inflating inline: the thread's exception is raised in
 the reader. Closing the reader (or dropping it) stops and joins the thread.
@@ -833,6 +835,9 @@ def _salvage(
 AHEAD_MIN_BYTES = 512 * 1024
 #: Inflated chunks the background thread may keep waiting for the reader (0: no thread).
 AHEAD_DEPTH = 3
+#: Whether local files are inflated ahead too (reading a local file, the GIL hand-off
+#: per chunk costs more than the overlap gains; see the module docstring).
+AHEAD_LOCAL = False
 #: The most bytes one inflated chunk a file reader gets holds, inline or ahead. Half
 #: of :data:`INFLATE_CHUNK`: fresh output buffers of 1 MiB cost page faults that
 #: 512 KiB ones mostly do not (inflating the benchmark's 51 MB GZIP file and framing
@@ -871,9 +876,10 @@ def _cores() -> int:
     return n
 
 
-def ahead_pays(compressed_size: Optional[int]) -> bool:
-    """Whether a stream of ``compressed_size`` bytes (None: unknown) is inflated in a thread."""
-    if AHEAD_DEPTH < 1 or _cores() < 2:
+def ahead_pays(compressed_size: Optional[int], local: bool = False) -> bool:
+    """Whether a stream of ``compressed_size`` bytes (None: unknown) is inflated in a
+    thread; ``local``: it is a local file (inline unless :data:`AHEAD_LOCAL`)."""
+    if AHEAD_DEPTH < 1 or _cores() < 2 or (local and not AHEAD_LOCAL):
         return False
     return compressed_size is None or compressed_size >= AHEAD_MIN_BYTES
 
@@ -1007,12 +1013,13 @@ def inflate_ahead(
     path: Optional[str],
     restart: Optional[Restart] = None,
     compressed_size: Optional[int] = None,
+    local: bool = False,
 ) -> Iterator[bytes]:
     """:func:`inflate`, in a background thread when that pays (see :func:`ahead_pays`).
 
     The result has ``close()``: call it before closing the file ``raw`` reads,
     so the thread has stopped reading it.
     """
-    if not ahead_pays(compressed_size):
+    if not ahead_pays(compressed_size, local):
         return inflate(raw, compression, path, restart, READ_CHUNK)
     return ReadAhead(inflate(raw, compression, path, restart, AHEAD_CHUNK), AHEAD_DEPTH)

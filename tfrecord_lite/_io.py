@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import itertools
 import os
 import secrets
+import stat
 import struct
 import threading
 import weakref
@@ -310,6 +312,14 @@ def _open_binary(path: str, mode: str, buffering: int = -1) -> IO[bytes]:
             return _fs.open_write(path).file
         raise ValueError(f"mode {mode!r} is not supported for the URL {path!r}")
     return _builtin_open(path, mode, buffering=buffering)
+
+
+def _is_local_file(f: object) -> bool:
+    """Whether ``f`` reads a regular file of this machine (not a pipe, socket or URL)."""
+    try:
+        return stat.S_ISREG(os.fstat(f.fileno()).st_mode)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
 
 
 def _describe(source: object) -> Optional[str]:
@@ -1263,7 +1273,9 @@ def _read_batches(
             # A big stream is read and inflated in a background thread, ahead of the
             # framing below (the thread owns ``f`` until ``inflating`` is closed).
             size = stream_size if owns else _remaining_size(f)
-            chunks = inflating = _inflate_ahead(chunks, compression, path, restart, size)
+            chunks = inflating = _inflate_ahead(
+                chunks, compression, path, restart, size, _is_local_file(f)
+            )
             stream_size = None
         decoder = RecordDecoder(
             verify=verify,
