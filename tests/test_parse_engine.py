@@ -378,6 +378,57 @@ def test_fixed_layout_records_of_several_lengths_equal_the_generic_path(
     _same(fast, slow)
 
 
+#: A value whose varint is ``w`` bytes long, for w = 1..10 (10: negative numbers).
+WIDTH_VALUES = {w: 2 ** (7 * (w - 1)) for w in range(1, 10)} | {10: -5}
+
+
+@pytest.mark.parametrize("width", sorted(WIDTH_VALUES))
+def test_int_lists_of_one_varint_width_equal_the_generic_path(width: int, monkeypatch: Any) -> None:
+    # One writer, values of one magnitude: every list is whole varints of one width,
+    # decoded as a (records, values, width) array; then rows whose widths differ.
+    rng = random.Random(width)
+    low = WIDTH_VALUES[width]
+    high = low * 2 if low > 0 else low
+    values = [
+        [rng.choice([low, high - 1 if high > low else low]) for _ in range(4)] for _ in range(300)
+    ]
+    if width == 10:
+        values = [[-rng.randrange(1, 2**40) for _ in range(4)] for _ in range(300)]
+    records = [ld(1, _entry(b"ints", "int", v, "packed")) for v in values]
+    assert len({len(r) for r in records}) == 1
+    assert (
+        _fastparse._uniform_width(
+            np.frombuffer(b"".join(records), np.uint8).reshape(300, -1)[:, -4 * width :]
+        )
+        == width
+    )
+    specs = {"ints": tfr.FixedLenFeature([4], tfr.int64)}
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+    assert fast[1]["ints"].tolist() == values
+    if width >= 2:
+        # The same total length in other widths: (w-1, w+1, w, w) in some records.
+        odd = [2 ** (7 * (width - 2)), 2 ** (7 * width) if width < 9 else -1, low, low]
+        if width < 10:
+            records[17] = ld(1, _entry(b"ints", "int", odd, "packed"))
+            assert len(records[17]) == len(records[0])
+            fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+            _same(fast, slow)
+            assert fast[1]["ints"][17].tolist() == odd
+            records[17] = ld(1, _entry(b"ints", "int", values[17], "packed"))
+        # Two varints (1 and w-1 bytes) where one of w bytes would be: five values.
+        records[23] = ld(
+            1, _entry(b"ints", "int", [1, 2 ** (7 * (width - 2)), *values[23][1:]], "packed")
+        )
+        assert len(records[23]) == len(records[0])
+        fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+        _same(fast, slow)
+        assert fast[0] == "error"  # five values for a FixedLenFeature([4])
+        var = {"ints": tfr.VarLenFeature(tfr.int64)}
+        fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, var))
+        _same(fast, slow)
+
+
 def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
     needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
     table = _fastparse.KeyTable(needed)

@@ -223,6 +223,39 @@ def _decode_packed_varints(
     return values, counts
 
 
+def _uniform_width(block: np.ndarray) -> int:
+    """``w`` if every row of ``block`` (records x bytes of one packed-varint list)
+    holds only varints of ``w`` bytes (1..10), else 0.
+
+    Lists written by one writer from values of one magnitude (ids, hashes,
+    timestamps) are like this; they then decode as a (records, values, w) array.
+    """
+    g, length = block.shape
+    if not g or not length:
+        return 0
+    ends = np.flatnonzero(block[0] < 0x80)
+    if not len(ends):
+        return 0
+    w = int(ends[0]) + 1
+    if w > 10 or length % w or len(ends) != length // w:
+        return 0
+    cells = block.reshape(g, length // w, w)
+    if not (cells[:, :, -1] < 0x80).all() or not (cells[:, :, :-1] >= 0x80).all():
+        return 0
+    return w
+
+
+def _uniform_values(block: np.ndarray, w: int) -> np.ndarray:
+    """The varints of ``block`` (every one ``w`` bytes, see :func:`_uniform_width`), as int64."""
+    g, length = block.shape
+    cells = block.reshape(g, length // w, w)
+    value = (cells[:, :, 0] & 0x7F).astype(np.uint64)
+    for j in range(1, w):
+        value |= (cells[:, :, j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+    out: np.ndarray = value.view(np.int64).reshape(-1)
+    return out
+
+
 def _packed_varints_ok(raw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Per region of concatenated packed-varint regions: does it hold whole varints only?
 
@@ -954,6 +987,9 @@ def _layout_columns(
         elif block.size == 0 or int(block.max()) < 0x80:
             ints = block.astype(np.int64).reshape(-1)  # every varint is one byte
             cols[name] = FastColumn(present, np.full(g, length, np.int64), ints)
+        elif w := _uniform_width(block):
+            ints = _uniform_values(block, w)
+            cols[name] = FastColumn(present, np.full(g, length // w, np.int64), ints)
         else:
             decoded = _decode_packed_varints(block.reshape(-1), np.full(g, length, np.int64))
             if decoded is None:
@@ -980,7 +1016,8 @@ def _layout_group(
         if kind == "int64_list" and items and items[0][1]:
             start, length = items[0]
             block = np.ascontiguousarray(rows[:, start : start + length])
-            ok &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
+            if not _uniform_width(block):  # (else every list holds whole varints)
+                ok &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
     if not ok.all():
         rows = rows[ok]
     cols = _layout_columns(rows, layout, needed)
