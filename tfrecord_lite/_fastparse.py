@@ -239,10 +239,10 @@ def _uniform_width(block: np.ndarray) -> int:
     w = int(ends[0]) + 1
     if w > 10 or length % w or len(ends) != length // w:
         return 0
-    cells = block.reshape(g, length // w, w)
-    if not (cells[:, :, -1] < 0x80).all() or not (cells[:, :, :-1] >= 0x80).all():
-        return 0
-    return w
+    # Every byte's continuation bit: set, but for the last byte of each varint.
+    pattern = np.full(length, 0x80, dtype=np.uint8)
+    pattern[w - 1 :: w] = 0
+    return w if ((block & 0x80) == pattern).all() else 0
 
 
 def _uniform_values(block: np.ndarray, w: int) -> np.ndarray:
@@ -946,9 +946,13 @@ def _layout(record: bytes) -> _Layout:
 
 
 def _layout_columns(
-    rows: np.ndarray, layout: _Layout, needed: Mapping[str, DType]
+    rows: np.ndarray, layout: _Layout, needed: Mapping[str, DType], widths: Mapping[int, int]
 ) -> Optional[dict[str, FastColumn]]:
-    """Columns of ``rows`` (records of one layout, one per row of a 2-D uint8 array)."""
+    """Columns of ``rows`` (records of one layout, one per row of a 2-D uint8 array).
+
+    ``widths``: for packed int64 lists (by start) whose varints have one width in
+    every row (:func:`_uniform_width`), that width.
+    """
     g = len(rows)
     cols: dict[str, FastColumn] = {}
     for name, dtype in needed.items():
@@ -987,7 +991,7 @@ def _layout_columns(
         elif block.size == 0 or int(block.max()) < 0x80:
             ints = block.astype(np.int64).reshape(-1)  # every varint is one byte
             cols[name] = FastColumn(present, np.full(g, length, np.int64), ints)
-        elif w := _uniform_width(block):
+        elif w := widths.get(start, 0):
             ints = _uniform_values(block, w)
             cols[name] = FastColumn(present, np.full(g, length // w, np.int64), ints)
         else:
@@ -1012,15 +1016,17 @@ def _layout_group(
         chosen = records if len(group) == len(records) else [records[i] for i in group.tolist()]
         rows = np.frombuffer(b"".join(chosen), dtype=np.uint8).reshape(len(group), width)
     ok = (rows[:, layout.struct] == layout.template).all(axis=1)
+    widths: dict[int, int] = {}
     for kind, items in layout.regions.values():
         if kind == "int64_list" and items and items[0][1]:
             start, length = items[0]
             block = np.ascontiguousarray(rows[:, start : start + length])
-            if not _uniform_width(block):  # (else every list holds whole varints)
+            widths[start] = _uniform_width(block)
+            if not widths[start]:  # (else every list holds whole varints)
                 ok &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
     if not ok.all():
         rows = rows[ok]
-    cols = _layout_columns(rows, layout, needed)
+    cols = _layout_columns(rows, layout, needed, widths)
     if cols is None:
         return None
     return group[ok], cols
