@@ -42,15 +42,27 @@ def test_spans_behave_as_the_list_of_records(always_spans: None) -> None:
     assert isinstance(spans, RecordSpans)
     assert len(spans) == 50 and list(spans) == records
     assert [spans[i] for i in range(-50, 50)] == records + records
-    for sl in (slice(None), slice(3, 17), slice(None, None, 3), slice(5, 45, 7), slice(40, 10)):
+    for sl in (
+        slice(None),
+        slice(3, 17),
+        slice(None, None, 3),
+        slice(5, 45, 7),
+        slice(40, 10),
+        slice(None, None, -1),
+        slice(45, 2, -4),
+    ):
         part = spans[sl]
         assert isinstance(part, RecordSpans) and list(part) == records[sl]
     assert spans.lengths().tolist() == [len(r) for r in records]
     assert spans.nbytes == sum(map(len, records))
     idx = np.array([0, 4, 5, 31, 49])
     assert list(spans.take(idx)) == [records[i] for i in idx]
+    assert list(spans.take(np.array([7, 3, -1, 3]))) == [records[i] for i in (7, 3, -1, 3)]
+    assert list(reversed(spans)) == records[::-1]
     with pytest.raises(IndexError):
         spans[50]
+    with pytest.raises(IndexError):
+        spans.take(np.array([1, 50]))
 
 
 def test_joined_spans_merge_the_parts_of_one_buffer(always_spans: None) -> None:
@@ -62,9 +74,11 @@ def test_joined_spans_merge_the_parts_of_one_buffer(always_spans: None) -> None:
     # Consecutive slices of one block are one part again; the other block is its own.
     assert len(whole.parts) == 3
     assert list(whole[10:15]) == (a[:12] + b + a[12:])[10:15]
+    flat = a[:12] + b + a[12:]
     assert list(whole.take(np.array([0, 11, 12, 18, 19, 26]))) == [
-        (a[:12] + b + a[12:])[i] for i in (0, 11, 12, 18, 19, 26)
+        flat[i] for i in (0, 11, 12, 18, 19, 26)
     ]
+    assert list(whole[::-3]) == flat[::-3]
 
 
 def test_rows_are_a_view_of_evenly_spaced_records_and_a_copy_otherwise(

@@ -69,7 +69,8 @@ class RecordSpans(Sequence[bytes]):
     ``bytes``; slices (any step), :meth:`take` and :meth:`join` give more spans
     without copying. A parser reads whole batches from the buffers with
     :meth:`rows` and :meth:`contiguous`, so no record becomes an object of its own.
-    The buffers are immutable ``bytes``, so spans stay valid as long as they live.
+    The buffers are immutable ``bytes`` (blocks of a TFRecord stream, each record
+    after its 12-byte header), so spans stay valid as long as they live.
     """
 
     __slots__ = ("_ends", "_parts")
@@ -152,17 +153,21 @@ class RecordSpans(Sequence[bytes]):
         return RecordSpans(out)
 
     def take(self, idx: np.ndarray) -> RecordSpans:
-        """The records at positions ``idx`` (increasing), as spans."""
+        """The records at positions ``idx`` (in that order; negative counts from the end)."""
+        n = len(self)
+        idx = np.asarray(idx, dtype=np.int64)
+        idx = np.where(idx < 0, idx + n, idx)
+        if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            raise IndexError("RecordSpans index out of range")
+        part = np.searchsorted(self._ends, idx, side="right")
+        local = idx - np.concatenate([[0], self._ends[:-1]])[part]
+        # One part per run of positions in the same buffer.
+        cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(idx)]
         out: list[_Part] = []
-        cuts = np.searchsorted(idx, self._ends).tolist()
-        lo = 0
-        for (buf, starts, lengths), hi, base in zip(
-            self._parts, cuts, [0, *self._ends[:-1].tolist()]
-        ):
-            if hi > lo:
-                local = idx[lo:hi] - base
-                out.append((buf, starts[local], lengths[local]))
-            lo = hi
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            if b > a:
+                buf, starts, lengths = self._parts[int(part[a])]
+                out.append((buf, starts[local[a:b]], lengths[local[a:b]]))
         return RecordSpans(out)
 
     def rows(self, width: int) -> np.ndarray:
@@ -193,8 +198,9 @@ class RecordSpans(Sequence[bytes]):
         """
         if len(self._parts) == 1:
             buf, starts, lengths = self._parts[0]
-            if len(buf) >= int(starts[-1] + lengths[-1]) + pad:
-                return buf, starts, int(starts[0]) - HEADER_SIZE + 7
+            zero = int(starts[0]) - HEADER_SIZE + 7
+            if len(buf) >= int(starts[-1] + lengths[-1]) + pad and zero >= 0 and buf[zero] == 0:
+                return buf, starts, zero
         pieces: list[Buffer] = []
         out: list[np.ndarray] = []
         size = 0
