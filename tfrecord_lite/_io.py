@@ -32,7 +32,7 @@ import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import length_hint
-from typing import IO, Any, Callable, Literal, Optional, Union, overload
+from typing import IO, Any, Callable, Optional, Union, cast
 
 from . import _fs
 from ._compress import INFLATE_CHUNK as INFLATE_CHUNK  # bounds every inflate call
@@ -1100,7 +1100,7 @@ class TFRecordReader(_ListHandout):
         for source in self.files:
             self.path = _describe(source)
             self.index = 0
-            yield from _read_batches(
+            lists = _read_batches(
                 source,
                 self.compression,
                 self.verify,
@@ -1109,6 +1109,7 @@ class TFRecordReader(_ListHandout):
                 self._skipped,
                 self.max_record_size,
             )
+            yield from cast("Iterator[list[bytes]]", lists)  # (no spans: lists)
 
     def close(self) -> None:
         """Stop reading and close the current file. Idempotent."""
@@ -1168,9 +1169,10 @@ def read_records(
     _check_callback(on_skip)
     if not is_file_object(source):
         source = _fs.bind(source, storage_options)  # type: ignore[arg-type]
-    return _flatten(
-        _read_batches(source, compression, verify, buffer_size, on_error, on_skip, max_record_size)
+    lists = _read_batches(
+        source, compression, verify, buffer_size, on_error, on_skip, max_record_size
     )
+    return _flatten(cast("Iterator[list[bytes]]", lists))  # (no spans: lists)
 
 
 def _flatten(batches: Iterator[list[bytes]]) -> Iterator[bytes]:
@@ -1196,34 +1198,6 @@ def _reporter(
     return report
 
 
-@overload
-def _read_batches(
-    source: PathOrFile,
-    compression: str,
-    verify: bool,
-    buffer_size: int,
-    on_error: str,
-    on_skip: Optional[Callable[[SkipReport], None]],
-    max_record_size: Optional[int],
-    spans: Literal[False] = False,
-    grow: bool = False,
-) -> Iterator[list[bytes]]: ...
-
-
-@overload
-def _read_batches(
-    source: PathOrFile,
-    compression: str,
-    verify: bool,
-    buffer_size: int,
-    on_error: str,
-    on_skip: Optional[Callable[[SkipReport], None]],
-    max_record_size: Optional[int],
-    spans: bool,
-    grow: bool = False,
-) -> Iterator[Sequence[bytes]]: ...
-
-
 def _read_batches(
     source: PathOrFile,
     compression: str,
@@ -1237,10 +1211,11 @@ def _read_batches(
 ) -> Iterator[Sequence[bytes]]:
     """The records of one file, a list at a time (each list in file order).
 
-    ``spans``: where it can, each list is a :class:`~tfrecord_lite._scan.RecordSpans`
-    of the block read (for the parser: no record is copied out on its own).
-    ``grow``: a plain file's blocks grow (up to :data:`_SPAN_BLOCK_MAX`) while its
-    records are big, to about :data:`_SPAN_RECORDS` records a block.
+    For a parser: with ``spans``, where it can, each list is a
+    :class:`~tfrecord_lite._scan.RecordSpans` of the block read (no record is
+    copied out on its own); with ``grow``, a plain file's blocks grow (up to
+    :data:`_SPAN_BLOCK_MAX`) while its records are big, to about
+    :data:`_SPAN_RECORDS` records a block.
     """
     path = _describe(source)
     owns = not is_file_object(source)
@@ -1544,7 +1519,7 @@ class RecordIterator(_ListHandout):
 
     def _one_pass(self, source: PathOrFile) -> Iterator[list[bytes]]:
         r = self._reader
-        return _read_batches(
+        lists = _read_batches(
             source,
             r.compression,
             r.verify,
@@ -1553,6 +1528,7 @@ class RecordIterator(_ListHandout):
             r._skipped,
             r.max_record_size,
         )
+        return cast("Iterator[list[bytes]]", lists)  # (no spans: lists)
 
     def close(self) -> None:
         """Close the file being read. Idempotent; ``next()`` then raises ``ClosedError``."""
