@@ -77,9 +77,9 @@ object's), of at least :data:`AHEAD_MIN_BYTES` or of unknown size, is read and
 inflated in a background thread (:func:`inflate_ahead`) while the caller frames
 and checks the records already inflated, on machines with more than one core:
 there the thread also hides the waits for the network. A local file is inflated
-inline (:data:`AHEAD_LOCAL`), as measured below. The thread keeps at most :data:`AHEAD_DEPTH` (3) inflated chunks
-of at most :data:`AHEAD_CHUNK` (512 KiB) waiting for the reader, besides the
-one it is inflating: with the reader's own, at most 2.5 MiB of inflated data
+inline (:data:`AHEAD_LOCAL`), as measured below. The thread keeps at most
+:data:`AHEAD_DEPTH` (3) inflated chunks of at most :data:`AHEAD_CHUNK` (512 KiB)
+waiting for the reader, besides the one it is inflating: with the reader's own, at most 2.5 MiB of inflated data
 exist at a time (inline: one :data:`READ_CHUNK`, 512 KiB, plus the reader's
 buffer), so memory stays flat and a deflate bomb is refused in bounded memory.
 Several smaller chunks in the queue absorb scheduling delays on a busy machine
@@ -90,8 +90,7 @@ the 2-vCPU machine of the benchmarks, reading the 51 MB MNIST-like GZIP file
 took 85-100 ms inline and 97-113 ms with the thread (bigger chunks, 1-2 MiB,
 were slower still: their fresh buffers cost page faults), hence local files are
 inflated inline; ``TFRECORD_LITE_THREADS=1`` reads every stream inline.
-Records, errors and their
-positions are the same as inflating inline: the thread's exception is raised in
+Records, errors and their positions are the same as inflating inline: the thread's exception is raised in
 the reader. Closing the reader (or dropping it) stops and joins the thread.
 """
 

@@ -623,10 +623,8 @@ class RecordDecoder:
         For a reader that hands the records straight to the parser (``on_error``
         "raise" only; other modes return a list as :meth:`records` does).
         """
-        if self._error is not None:
-            raise self._error
-        if self.on_error != "raise":
-            return self.records()
+        if self.on_error != "raise" or self._error is not None:
+            return self.records()  # (which raises a pending error)
         return self._records_raise(None, spans=True)
 
     def _records_raise(self, max_records: Optional[int], spans: bool = False) -> Sequence[bytes]:

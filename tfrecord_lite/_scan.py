@@ -114,9 +114,7 @@ class RecordSpans(Sequence[bytes]):
 
     def __iter__(self) -> Iterator[bytes]:
         for buf, starts, lengths in self._parts:
-            yield from map(
-                buf.__getitem__, map(slice, starts.tolist(), (starts + lengths).tolist())
-            )
+            yield from _copy(buf, starts.tolist(), (starts + lengths).tolist())
 
     @overload
     def __getitem__(self, i: int) -> bytes: ...
@@ -160,7 +158,7 @@ class RecordSpans(Sequence[bytes]):
         if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
             raise IndexError("RecordSpans index out of range")
         part = np.searchsorted(self._ends, idx, side="right")
-        local = idx - np.concatenate([[0], self._ends[:-1]])[part]
+        local = idx - self.part_ends()[part]
         # One part per run of positions in the same buffer.
         cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(idx)]
         out: list[_Part] = []
@@ -245,10 +243,7 @@ def _rows_of(buf: bytes, starts: np.ndarray, width: int) -> np.ndarray:
         return np.lib.stride_tricks.as_strided(
             data[first:], shape=(k, width), strides=(step, 1), writeable=False
         )
-    out = np.frombuffer(
-        b"".join(map(buf.__getitem__, map(slice, starts.tolist(), (starts + width).tolist()))),
-        dtype=np.uint8,
-    )
+    out = np.frombuffer(b"".join(_copy(buf, starts.tolist(), (starts + width).tolist())), np.uint8)
     return out.reshape(k, width)
 
 
