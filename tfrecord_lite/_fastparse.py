@@ -41,7 +41,7 @@ Set ``TFRECORD_LITE_FASTPATH=0`` to switch this path off (debugging).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -1008,14 +1008,33 @@ def _layout_group(
     """Handle the records of ``group`` (equal lengths) that follow the first one's layout."""
     layout = _layout(records[int(group[0])])
     width = layout.length
-    rows: np.ndarray
+    pieces: list[np.ndarray]
     if isinstance(records, RecordSpans):
-        # A strided view of the blocks read, where the records lie evenly in them.
-        rows = (records if len(group) == len(records) else records.take(group)).rows(width)
+        # Each block read on its own: a strided view of it where its records lie
+        # evenly (no copy), not one array copied together from several blocks.
+        chosen = records if len(group) == len(records) else records.take(group)
+        pieces = [RecordSpans([part]).rows(width) for part in chosen.parts]
     else:
-        chosen = records if len(group) == len(records) else [records[i] for i in group.tolist()]
-        rows = np.frombuffer(b"".join(chosen), dtype=np.uint8).reshape(len(group), width)
-    ok = (rows[:, layout.struct] == layout.template).all(axis=1)
+        picked = records if len(group) == len(records) else [records[i] for i in group.tolist()]
+        pieces = [np.frombuffer(b"".join(picked), dtype=np.uint8).reshape(len(group), width)]
+    oks: list[np.ndarray] = []
+    found: list[dict[str, FastColumn]] = []
+    for rows in pieces:
+        fits = (rows[:, layout.struct] == layout.template).all(axis=1)
+        widths = _packed_widths(rows, layout, fits)
+        cols = _layout_columns(rows if fits.all() else rows[fits], layout, needed, widths)
+        if cols is None:
+            return None
+        oks.append(fits)
+        found.append(cols)
+    fits = oks[0] if len(oks) == 1 else np.concatenate(oks)
+    return group[fits], found[0] if len(found) == 1 else _joined(found, needed)
+
+
+def _packed_widths(rows: np.ndarray, layout: _Layout, fits: np.ndarray) -> dict[int, int]:
+    """The packed int64 lists of ``layout`` (by start) whose varints have one width in
+    every row, with that width (:func:`_uniform_width`); clears in ``fits`` the rows
+    where another list does not hold whole varints."""
     widths: dict[int, int] = {}
     for kind, items in layout.regions.values():
         if kind == "int64_list" and items and items[0][1]:
@@ -1023,13 +1042,22 @@ def _layout_group(
             block = np.ascontiguousarray(rows[:, start : start + length])
             widths[start] = _uniform_width(block)
             if not widths[start]:  # (else every list holds whole varints)
-                ok &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
-    if not ok.all():
-        rows = rows[ok]
-    cols = _layout_columns(rows, layout, needed, widths)
-    if cols is None:
-        return None
-    return group[ok], cols
+                fits &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
+    return widths
+
+
+def _joined(
+    found: Sequence[Mapping[str, FastColumn]], names: Iterable[str]
+) -> dict[str, FastColumn]:
+    """The columns of consecutive runs of records, as one."""
+    return {
+        name: FastColumn(
+            np.concatenate([cols[name].present for cols in found]),
+            np.concatenate([cols[name].counts for cols in found]),
+            np.concatenate([cols[name].values for cols in found]),
+        )
+        for name in names
+    }
 
 
 def extract(
@@ -1078,16 +1106,7 @@ def extract(
             found.append(part[1])
     if not found:
         return None
-    if len(found) == 1:
-        return handled, found[0]
-    return handled, {
-        name: FastColumn(
-            np.concatenate([cols[name].present for cols in found]),
-            np.concatenate([cols[name].counts for cols in found]),
-            np.concatenate([cols[name].values for cols in found]),
-        )
-        for name in needed
-    }
+    return handled, found[0] if len(found) == 1 else _joined(found, needed)
 
 
 def _extract_window(

@@ -9,7 +9,27 @@ of its data, copy it out) but in phases over the whole buffer:
    and confirmed at once with NumPy; otherwise a tight loop reads lengths;
 2. length CRCs: computed once per *distinct* length (a header's CRC depends
    only on its 8 length bytes), then compared with NumPy;
-3. data CRCs: one call per record to the CRC backend, compared with NumPy.
+3. data CRCs: one call per record to the CRC backend, compared with NumPy;
+   or, for a run of records of one length (a fixed layout), one call for the
+   whole run (below).
+
+**One CRC for a run of equal-length records.** CRC-32C is affine over GF(2):
+processing a record's bytes moves the register by a fixed linear map (set by
+the byte count) plus a term that depends on the bytes. A record followed by
+its own *unmasked* CRC always leaves the register where any other such record
+of the same length would (the "residue" property of CRCs). Headers of one
+length are one constant 12 bytes. So a run of ``n`` records of length ``L``,
+each with its stored (masked) CRC replaced by the unmasked value, has one CRC
+whatever the data: that of ``n`` zero-filled valid records of length ``L``
+(computed once per ``(L, n)``). The scan copies the run into a reused buffer,
+writes the unmasked stored CRCs into their slots with NumPy and compares one
+CRC. Any single damaged record changes that CRC (the maps involved are
+invertible); a mismatch falls back to the per-record loop, which finds and
+reports the first bad record exactly as before. What it gives up: errors in two
+or more records of one run that cancel out (chance 2**-32 for random damage,
+the same as one damaged record passing its own CRC). It is used for records
+under :data:`RUN_CRC_BELOW` bytes, where one call per record costs more than
+the CRC itself.
 
 The result is exactly the per-record loop's: the same records, and the same
 error (kind, offset, index) at the first bad record, with every good record
@@ -20,13 +40,15 @@ same records left where they are in the buffer, with no copy per record.
 
 from __future__ import annotations
 
+import functools
 import struct
+import threading
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple, Optional, Union, overload
 
 import numpy as np
 
-from ._crc import crc32c, mask, mask_array
+from ._crc import MASK_DELTA, crc32c, mask, mask_array
 
 __all__ = ["RecordSpans", "Scan", "scan"]
 
@@ -39,6 +61,12 @@ _NONE = np.zeros(0, dtype=np.int64)
 #: Records shorter than this on average are copied out even when spans are asked
 #: for: a small ``bytes`` object costs less than a view of the buffer.
 SPANS_FROM = 512
+#: Runs of equal-length records shorter than this have their data CRCs checked
+#: with one CRC over the run (module docstring); longer ones record by record.
+RUN_CRC_BELOW = 16 * 1024
+_RUN_MIN = 4  # fewer records than this: per record
+_U32 = np.uint64(0xFFFFFFFF)
+_scratch = threading.local()
 
 
 class Scan(NamedTuple):
@@ -314,6 +342,41 @@ def _header_ok(buf: Buffer, pos: int) -> bool:
     return mask(crc32c(buf[pos : pos + 8])) == int.from_bytes(buf[pos + 8 : pos + 12], "little")
 
 
+@functools.lru_cache(maxsize=64)
+def _valid_run_crc(length: int, count: int) -> int:
+    """CRC of ``count`` valid records of ``length`` zero bytes, each followed by its unmasked CRC."""
+    head = _U64.pack(length) + mask(crc32c(_U64.pack(length))).to_bytes(4, "little")
+    zeros = bytes(length)
+    one = head + zeros + crc32c(zeros).to_bytes(4, "little")
+    return crc32c(one * count)
+
+
+def _run_buffer(size: int) -> np.ndarray:
+    """A reused scratch array of at least ``size`` bytes (one per thread)."""
+    buf: Optional[np.ndarray] = getattr(_scratch, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = np.empty(size, dtype=np.uint8)
+        _scratch.buf = buf
+    return buf[:size]
+
+
+def _run_ok(data: np.ndarray, length: int, count: int, stored: np.ndarray) -> bool:
+    """Whether the data CRCs of ``count`` records of ``length`` bytes from offset 0 all match.
+
+    ``data`` is the buffer as bytes, ``stored`` the masked CRCs stored after each
+    record (uint64); the headers are checked already. False means "check one by
+    one", not "damaged".
+    """
+    step = length + OVERHEAD
+    run = _run_buffer(count * step)
+    run[:] = data[: count * step]
+    rot = (stored - np.uint64(MASK_DELTA)) & _U32
+    raw = ((rot >> np.uint64(17)) | (rot << np.uint64(15))) & _U32
+    slots = run.reshape(count, step)[:, HEADER_SIZE + length :]
+    slots[:] = raw.astype("<u4").view(np.uint8).reshape(count, 4)
+    return crc32c(run.data) == _valid_run_crc(length, count)
+
+
 def scan(
     buf: Buffer,
     *,
@@ -345,9 +408,11 @@ def scan(
     if verify and n:
         data = np.frombuffer(buf, dtype=np.uint8)
         stored_hdr = _u32_at(data, s + 8)
-        if ln[0] == ln[-1] and (ln == ln[0]).all():
+        one = int(ln[0])
+        uniform = bool(one == ln[-1]) and bool((ln == one).all())
+        if uniform:
             # One length (one writer, fixed layout): one header CRC to compute.
-            expected = mask_array(np.array([crc32c(_U64.pack(int(ln[0])))], dtype=np.uint64))
+            expected = mask_array(np.array([crc32c(_U64.pack(one))], dtype=np.uint64))
         else:
             uniq, inverse = np.unique(ln, return_inverse=True)
             expected = mask_array(
@@ -358,6 +423,9 @@ def scan(
             bad_at = int(bad[0])
             problem = "header"
         m = bad_at
+        run = uniform and m >= _RUN_MIN and one < RUN_CRC_BELOW
+        if run and _run_ok(data, one, m, _u32_at(data, first[:m] + one)):
+            m = 0  # every data CRC of the run checked at once
         if m:
             if isinstance(records, RecordSpans):
                 # Over views of the buffer, each dropped once checked: no record is copied.

@@ -1,0 +1,99 @@
+"""One CRC for a run of equal-length records (``_scan._run_ok``).
+
+The scan checks the data CRCs of a run of records of one length with a single
+CRC over the run, and falls back to one CRC per record when that does not match.
+Whatever the damage, the outcome (records, offset, problem, need) must be the
+per-record loop's, and every single damaged record must be caught.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from tfrecord_lite import _crc, _scan
+from tfrecord_lite._framing import encode_records
+
+
+def _outcome(buf: bytes, per_record: bool, monkeypatch: Any, **kw: Any) -> tuple[Any, ...]:
+    with monkeypatch.context() as m:
+        if per_record:
+            m.setattr(_scan, "RUN_CRC_BELOW", 0)
+        got = _scan.scan(buf, **kw)
+    return list(got.records), got.consumed, got.problem, got.need
+
+
+@pytest.mark.parametrize("length", [0, 1, 7, 100, 842, 5000])
+@pytest.mark.parametrize("spans", [False, True])
+def test_same_outcome_as_one_crc_per_record(length: int, spans: bool, monkeypatch: Any) -> None:
+    monkeypatch.setattr(_scan, "SPANS_FROM", 0)
+    rng = random.Random(length)
+    for _ in range(60):
+        records = [rng.randbytes(length) for _ in range(rng.randrange(1, 40))]
+        buf = bytearray(encode_records(records))
+        for _ in range(rng.choice([0, 1, 1, 2, 3])):
+            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+        cut = rng.choice([len(buf), rng.randrange(len(buf) + 1)])
+        damaged = bytes(buf[:cut])
+        run = _outcome(damaged, False, monkeypatch, spans=spans)
+        assert run == _outcome(damaged, True, monkeypatch, spans=spans)
+        if damaged == encode_records(records):
+            assert run[0] == records and run[2] is None
+
+
+def test_every_damaged_data_or_crc_byte_is_caught(monkeypatch: Any) -> None:
+    """Each byte of each record's data and stored CRC, flipped in two ways."""
+    rng = random.Random(3)
+    length, count = 13, 9
+    records = [rng.randbytes(length) for _ in range(count)]
+    buf = encode_records(records)
+    step = length + 16
+    for index in range(count):
+        for at in range(12, step):  # data and its stored CRC (the header has its own check)
+            for flip in (0x01, 0xA5):
+                damaged = bytearray(buf)
+                damaged[index * step + at] ^= flip
+                got = _scan.scan(bytes(damaged))
+                assert got.problem == "data" and len(got.records) == index
+                assert got.records == records[:index] and got.consumed == index * step
+
+
+def test_a_run_takes_one_crc_call_not_one_per_record(monkeypatch: Any) -> None:
+    calls: list[int] = []
+
+    def counting(data: Any) -> int:
+        calls.append(len(data))
+        return _crc.crc32c(data)
+
+    records = [bytes([i]) * 300 for i in range(200)]
+    buf = encode_records(records)
+    monkeypatch.setattr(_scan, "crc32c", counting)
+    _scan._valid_run_crc.cache_clear()
+    _scan.scan(buf)  # the first run of this length also computes its reference CRC
+    calls.clear()
+    assert list(_scan.scan(buf).records) == records
+    assert len(calls) == 2  # one length CRC, one CRC over the whole run
+    calls.clear()
+    monkeypatch.setattr(_scan, "RUN_CRC_BELOW", 0)
+    assert list(_scan.scan(buf).records) == records
+    assert len(calls) == 201
+
+
+def test_long_records_and_short_runs_are_checked_one_by_one(monkeypatch: Any) -> None:
+    calls: list[int] = []
+
+    def counting(data: Any) -> int:
+        calls.append(len(data))
+        return _crc.crc32c(data)
+
+    monkeypatch.setattr(_scan, "crc32c", counting)
+    for records in (
+        [b"x" * _scan.RUN_CRC_BELOW] * 5,  # long records: the CRC itself costs more than a call
+        [b"y" * 20] * (_scan._RUN_MIN - 1),  # too few records for a run
+        [b"z" * 20, b"z" * 21] * 5,  # lengths differ
+    ):
+        calls.clear()
+        assert list(_scan.scan(encode_records(records)).records) == records
+        assert sum(n == len(records[0]) or n == len(records[-1]) for n in calls) == len(records)
