@@ -17,7 +17,7 @@ import pytest
 from test_parse_engine import KEYS, _records, _reference, _run, _same_runs, _specs
 
 import tfrecord_lite as tfr
-from tfrecord_lite import _framing, _parse, _scan
+from tfrecord_lite import _fastparse, _framing, _parse, _scan
 from tfrecord_lite._scan import RecordSpans, scan
 
 
@@ -177,6 +177,51 @@ def test_dataset_parse_batch_over_spans_equals_parse_example(
     ds = tfr.TFRecordDataset(files, buffer_size=4096)
     got = _run(ds.parse(specs).batch(batch, drop_remainder=drop_remainder))
     _same_runs(got, expect)
+
+
+def test_values_outlive_the_reused_work_array_of_joined_blocks(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """Spans of several blocks are joined into one reused work array per thread; every
+    value handed out is a copy, intact after later windows reuse the array."""
+    monkeypatch.setattr(_fastparse, "WINDOW_BYTES", 20_000)  # several windows per chunk
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 40)
+    monkeypatch.setattr(_fastparse, "_PAD", 1 << 20)  # no block has room after: all joined
+    joins: list[int] = []
+    real = _scan.scratch
+
+    def spy(name: str, size: int) -> np.ndarray:
+        if name == "join":
+            joins.append(size)
+        return real(name, size)
+
+    monkeypatch.setattr(_scan, "scratch", spy)
+    rng = random.Random(5)
+    records = [
+        tfr.encode_example(
+            {
+                "blob": rng.randbytes(rng.randrange(100, 3000)),  # long values: one by one
+                "tag": rng.randbytes(rng.randrange(0, 40)),  # short ones: gathered
+                "score": [rng.random() for _ in range(rng.randrange(1, 4))],
+                "label": rng.randrange(-(2**40), 2**40),
+            }
+        )
+        for _ in range(300)
+    ]
+    path = _write(tmp_path / "w.tfrecord", records)
+    specs = {
+        "blob": tfr.FixedLenFeature([], tfr.string),
+        "tag": tfr.FixedLenFeature([], tfr.string),
+        "score": tfr.VarLenFeature(tfr.float32),
+        "label": tfr.FixedLenFeature([], tfr.int64),
+    }
+    batches = [records[i : i + 64] for i in range(0, 300, 64)]
+    # Small blocks: every window joins several of them.
+    got = _run(tfr.TFRecordDataset(path, buffer_size=4096).parse(specs).batch(64))
+    assert len(joins) > 1  # the work array was reused
+    assert all(type(v) is bytes for _, b in got for v in b["blob"])
+    assert all(type(v) is bytes for _, b in got for v in b["tag"])
+    _same_runs(got, _reference(batches, specs))
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from ._scan import RecordSpans
+from ._scan import Buffer, RecordSpans
 from ._schema import DType, float32, int64, string
 
 __all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
@@ -741,7 +741,7 @@ def _walk_examples(
 
 
 def _columns(
-    buf: bytes,
+    buf: Buffer,
     data: np.ndarray,
     ent: _Entries,
     ok: np.ndarray,
@@ -792,7 +792,7 @@ def _columns(
 
 
 def _bytes_objects(
-    buf: bytes, data: np.ndarray, start: np.ndarray, length: np.ndarray
+    buf: Buffer, data: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> np.ndarray:
     """``buf[start[i]:start[i]+length[i]]`` for every i, as an object array of bytes.
 
@@ -823,12 +823,16 @@ def _bytes_objects(
                 out[idx] = part
             return out
     ends = start + length
-    out[:] = [buf[s:e] for s, e in zip(start.tolist(), ends.tolist())]
+    if isinstance(buf, bytes):
+        out[:] = [buf[s:e] for s, e in zip(start.tolist(), ends.tolist())]
+    else:  # a work array: copies
+        view = memoryview(buf)
+        out[:] = [view[s:e].tobytes() for s, e in zip(start.tolist(), ends.tolist())]
     return out
 
 
 def _walk(
-    buf: bytes,
+    buf: Buffer,
     data: np.ndarray,
     starts: np.ndarray,
     ends: np.ndarray,
@@ -1159,11 +1163,16 @@ def _take(records: Sequence[bytes], idx: np.ndarray) -> Sequence[bytes]:
     return [records[i] for i in idx.tolist()]
 
 
-def _contiguous(records: Sequence[bytes], lengths: np.ndarray) -> tuple[bytes, np.ndarray, int]:
+def _contiguous(records: Sequence[bytes], lengths: np.ndarray) -> tuple[Buffer, np.ndarray, int]:
     """One buffer holding every record and :data:`_PAD` bytes after the last one:
-    (buffer, starts, index of a zero byte in it)."""
+    (buffer, starts, index of a zero byte in it).
+
+    Spans of several blocks are copied into a reused work array: the walk copies
+    out everything it returns, and a window of big records then costs no fresh
+    pages.
+    """
     if isinstance(records, RecordSpans):
-        return records.contiguous(_PAD)
+        return records.contiguous(_PAD, reuse=True)
     starts = np.zeros(len(records), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     buf = b"".join([*records, bytes(_PAD)])

@@ -66,6 +66,8 @@ SPANS_FROM = 512
 RUN_CRC_BELOW = 16 * 1024
 _RUN_MIN = 4  # fewer records than this: per record
 _U32 = np.uint64(0xFFFFFFFF)
+#: Work arrays (:func:`scratch`) up to this size stay with their thread for reuse.
+SCRATCH_KEEP = 32 << 20
 _scratch = threading.local()
 
 
@@ -211,9 +213,12 @@ class RecordSpans(Sequence[bytes]):
             return np.zeros((0, width), dtype=np.uint8)
         return np.concatenate(views)
 
-    def contiguous(self, pad: int) -> tuple[bytes, np.ndarray, int]:
+    def contiguous(self, pad: int, reuse: bool = False) -> tuple[Buffer, np.ndarray, int]:
         """One buffer holding every record, with at least ``pad`` bytes after the last
         one: (buffer, starts, index of a zero byte in it).
+
+        ``reuse``: a copy goes into this thread's reused work array (no fresh pages
+        per call), returned as a memoryview that lasts only until the next such call.
 
         Records of one buffer that has ``pad`` bytes after them are read where they
         are (the zero byte: the top byte of the first record's length field, as no
@@ -227,17 +232,25 @@ class RecordSpans(Sequence[bytes]):
             zero = int(starts[0]) - HEADER_SIZE + 7
             if len(buf) >= int(starts[-1] + lengths[-1]) + pad and zero >= 0 and buf[zero] == 0:
                 return buf, starts, zero
-        pieces: list[Buffer] = []
+        pieces: list[tuple[Buffer, int, int]] = []
         out: list[np.ndarray] = []
         size = 0
         for buf, starts, lengths in self._parts:
             a, b = int(starts[0]), int(starts[-1] + lengths[-1])
-            pieces.append(memoryview(buf)[a:b])
+            pieces.append((buf, a, b))
             out.append(starts - (a - size))
             size += b - a
-        pieces.append(bytes(pad))
-        joined = b"".join(pieces)
-        return joined, np.concatenate(out) if out else np.zeros(0, np.int64), len(joined) - 1
+        starts = np.concatenate(out) if out else np.zeros(0, np.int64)
+        if not reuse:
+            joined = b"".join([*(memoryview(buf)[a:b] for buf, a, b in pieces), bytes(pad)])
+            return joined, starts, len(joined) - 1
+        work = scratch("join", size + pad)
+        at = 0
+        for block, a, b in pieces:
+            work[at : at + b - a] = np.frombuffer(block, dtype=np.uint8, count=b - a, offset=a)
+            at += b - a
+        work[at:] = 0
+        return work.data, starts, len(work) - 1
 
 
 def _merged(parts: Sequence[_Part]) -> list[_Part]:
@@ -351,12 +364,19 @@ def _valid_run_crc(length: int, count: int) -> int:
     return crc32c(one * count)
 
 
-def _run_buffer(size: int) -> np.ndarray:
-    """A reused scratch array of at least ``size`` bytes (one per thread)."""
-    buf: Optional[np.ndarray] = getattr(_scratch, "buf", None)
+def scratch(name: str, size: int) -> np.ndarray:
+    """A reused uint8 work array ``name`` of ``size`` bytes, one per thread.
+
+    Its contents last only until the same thread asks for ``name`` again: nothing
+    made from it may outlive that (copy out what is kept). Arrays up to
+    :data:`SCRATCH_KEEP` bytes are kept for the next call; bigger ones are not.
+    """
+    held: dict[str, np.ndarray] = _scratch.__dict__
+    buf = held.get(name)
     if buf is None or len(buf) < size:
         buf = np.empty(size, dtype=np.uint8)
-        _scratch.buf = buf
+        if size <= SCRATCH_KEEP:
+            held[name] = buf
     return buf[:size]
 
 
@@ -368,7 +388,7 @@ def _run_ok(data: np.ndarray, length: int, count: int, stored: np.ndarray) -> bo
     one", not "damaged".
     """
     step = length + OVERHEAD
-    run = _run_buffer(count * step)
+    run = scratch("run", count * step)
     run[:] = data[: count * step]
     rot = (stored - np.uint64(MASK_DELTA)) & _U32
     raw = ((rot >> np.uint64(17)) | (rot << np.uint64(15))) & _U32
