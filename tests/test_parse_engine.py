@@ -302,6 +302,7 @@ def test_a_batch_read_window_by_window_equals_the_generic_path(
 def test_big_records_in_a_batch_of_1024_equal_the_generic_path(monkeypatch: Any) -> None:
     # ImageNet-like: a large JPEG-sized bytes value per record, over several windows;
     # records of two layouts (key orders), and one the generic path must read.
+    monkeypatch.setattr(_fastparse, "WINDOW_BYTES", 4 << 20)
     rng = random.Random(5)
     records = []
     for i in range(1024):

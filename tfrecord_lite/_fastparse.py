@@ -55,7 +55,7 @@ __all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
 MIN_BATCH = 8
 #: Bytes of records joined into one buffer at most (a batch of bigger records is
 #: extracted a window of records at a time; a single bigger record on its own).
-WINDOW_BYTES = 8 << 20
+WINDOW_BYTES = 16 << 20
 #: Record lengths whose layouts the equal-layout path tries, most common first.
 _LAYOUTS = 4
 #: Joined buffers under this size are walked with int32 positions (else int64).
