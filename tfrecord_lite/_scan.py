@@ -296,8 +296,6 @@ def _boundaries(
     ``starts`` and ``lengths`` are int64 arrays; ``claim`` is True when the
     incomplete record at ``stop`` claims more bytes than ``limit``.
     """
-    starts: list[int] = []
-    lengths: list[int] = []
     head_starts = head_lengths = _NONE
     pos = 0
     unpack = _U64.unpack_from
@@ -314,32 +312,78 @@ def _boundaries(
             head_starts = np.arange(0, good * step, step, dtype=np.int64)
             head_lengths = np.full(good, first, dtype=np.int64)
             pos = good * step
-    left = max_records - len(head_starts) if max_records >= 0 else end  # records still allowed
-    add_start = starts.append
-    add_length = lengths.append
-    last = end - HEADER_SIZE  # a header must start at or before this offset
     need, claim = HEADER_SIZE, False
-    while pos <= last and left:
-        (length,) = unpack(buf, pos)
-        nxt = pos + length + OVERHEAD
-        if nxt > end:
-            # Bytes that are here are fine even past ``limit`` (a file that grew since
-            # its size was taken); a claim is an error only for bytes that are not.
+    if max_records < 0:
+        starts_arr, stop, length = _chain(buf, pos, end)
+        if length is not None:
+            # The incomplete record at ``stop`` has its whole header here. Bytes that
+            # are here are fine even past ``limit`` (a file that grew since its size
+            # was taken); a claim is an error only for bytes that are not.
             need = length + OVERHEAD
-            claim = limit is not None and pos + need > limit
-            break
-        add_start(pos)
-        add_length(length)
-        pos = nxt
-        left -= 1
-    if not starts:
-        return head_starts, head_lengths, pos, need, claim
-    tail_starts = np.array(starts, dtype=np.int64)
-    tail_lengths = np.array(lengths, dtype=np.int64)
+            claim = limit is not None and stop + need > limit
+        if not len(starts_arr):
+            return head_starts, head_lengths, stop, need, claim
+        ends = np.empty_like(starts_arr)
+        ends[:-1] = starts_arr[1:]
+        ends[-1] = stop
+        tail_starts, tail_lengths = starts_arr, ends - starts_arr - OVERHEAD
+        pos = stop
+    else:
+        starts: list[int] = []
+        lengths: list[int] = []
+        left = max_records - len(head_starts)  # records still allowed
+        add_start = starts.append
+        add_length = lengths.append
+        last = end - HEADER_SIZE  # a header must start at or before this offset
+        while pos <= last and left:
+            (length,) = unpack(buf, pos)
+            nxt = pos + length + OVERHEAD
+            if nxt > end:
+                need = length + OVERHEAD
+                claim = limit is not None and pos + need > limit
+                break
+            add_start(pos)
+            add_length(length)
+            pos = nxt
+            left -= 1
+        if not starts:
+            return head_starts, head_lengths, pos, need, claim
+        tail_starts = np.array(starts, dtype=np.int64)
+        tail_lengths = np.array(lengths, dtype=np.int64)
     if len(head_starts):
         tail_starts = np.concatenate([head_starts, tail_starts])
         tail_lengths = np.concatenate([head_lengths, tail_lengths])
     return tail_starts, tail_lengths, pos, need, claim
+
+
+def _chain(buf: Buffer, pos: int, end: int) -> tuple[np.ndarray, int, Optional[int]]:
+    """Follow the length fields from ``pos`` (``end == len(buf)``): the starts of the
+    complete records, where the first incomplete one starts, and its length when
+    its whole header is here (else None).
+
+    The loop only reads and adds (a length that runs past the buffer ends it when
+    the next read fails); which records are complete is sorted out afterwards.
+    """
+    chain = [pos]
+    add = chain.append
+    unpack = _U64.unpack_from
+    try:
+        while True:
+            pos += unpack(buf, pos)[0] + OVERHEAD
+            add(pos)
+    except (struct.error, OverflowError):
+        pass
+    # Every position but the last is at most ``end - 8``; the last may be anything.
+    n = len(chain) - 1  # records whose length was read
+    beyond = chain[-1]
+    if beyond > end:
+        n -= 1  # the last record read is incomplete
+        stop = chain[n]
+        length = beyond - stop - OVERHEAD if stop + HEADER_SIZE <= end else None
+    else:
+        stop = beyond
+        length = None  # (fewer than 8 bytes after it: the header is not here)
+    return np.array(chain[:n], dtype=np.int64), stop, length
 
 
 def _u32_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:

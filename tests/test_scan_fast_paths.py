@@ -1,9 +1,14 @@
-"""One CRC for a run of equal-length records (``_scan._run_ok``).
+"""The scan's fast paths against its plain per-record loops.
 
-The scan checks the data CRCs of a run of records of one length with a single
-CRC over the run, and falls back to one CRC per record when that does not match.
-Whatever the damage, the outcome (records, offset, problem, need) must be the
-per-record loop's, and every single damaged record must be caught.
+* One CRC for a run of records (``_scan._run_ok``): the data CRCs of a run are
+  checked with a single CRC over the run, falling back to one CRC per record when
+  that does not match.
+* Following length fields (``_scan._chain``): a loop that only reads and adds,
+  with which records are complete sorted out afterwards (the loop that checks
+  every step is still used when ``max_records`` caps the count).
+
+Whatever the damage, the outcome (records, offset, problem, need, claim) must be
+the per-record loop's, and every single damaged record must be caught.
 """
 
 from __future__ import annotations
@@ -97,3 +102,36 @@ def test_long_records_and_short_runs_are_checked_one_by_one(monkeypatch: Any) ->
         calls.clear()
         assert list(_scan.scan(encode_records(records)).records) == records
         assert sum(n == len(records[0]) or n == len(records[-1]) for n in calls) == len(records)
+
+
+def test_following_lengths_finds_what_the_checked_loop_finds() -> None:
+    """Damaged lengths (huge, past the end, in a cut header) included."""
+    rng = random.Random(7)
+    for _ in range(1500):
+        records = [
+            rng.randbytes(rng.choice([0, 1, 5, 30, rng.randrange(200)]))
+            for _ in range(rng.randrange(0, 30))
+        ]
+        buf = bytearray(encode_records(records))
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            if buf:
+                buf[rng.randrange(len(buf))] = rng.randrange(256)
+        if rng.random() < 0.2 and len(buf) > 8:
+            at = rng.randrange(len(buf) - 8)
+            buf[at : at + 8] = rng.randrange(2**64).to_bytes(8, "little")
+        data = bytes(buf[: rng.choice([len(buf), rng.randrange(len(buf) + 1)])])
+        limit = rng.choice([None, len(data), len(data) + rng.randrange(100)])
+        fast = _scan._boundaries(data, len(data), -1, limit)
+        checked = _scan._boundaries(data, len(data), 10**9, limit)  # the checked loop
+        assert fast[0].tolist() == checked[0].tolist()
+        assert fast[1].tolist() == checked[1].tolist()
+        assert fast[2:] == checked[2:]
+        for verify in (True, False):
+            a = _scan.scan(data, verify=verify, limit=limit)
+            b = _scan.scan(data, verify=verify, limit=limit, max_records=10**9)
+            assert (list(a.records), a.consumed, a.problem, a.need) == (
+                list(b.records),
+                b.consumed,
+                b.problem,
+                b.need,
+            )
