@@ -30,13 +30,14 @@ def _outcome(buf: bytes, per_record: bool, monkeypatch: Any, **kw: Any) -> tuple
     return list(got.records), got.consumed, got.problem, got.need
 
 
-@pytest.mark.parametrize("length", [0, 1, 7, 100, 842, 5000])
+@pytest.mark.parametrize("length", [0, 1, 7, 100, 842, 5000, -300, -20_000])
 @pytest.mark.parametrize("spans", [False, True])
 def test_same_outcome_as_one_crc_per_record(length: int, spans: bool, monkeypatch: Any) -> None:
-    monkeypatch.setattr(_scan, "SPANS_FROM", 0)
+    """``length`` < 0: records of lengths up to ``-length``, mixed."""
     rng = random.Random(length)
     for _ in range(60):
-        records = [rng.randbytes(length) for _ in range(rng.randrange(1, 40))]
+        sizes = [length if length >= 0 else rng.randrange(-length) for _ in range(40)]
+        records = [rng.randbytes(k) for k in sizes[: rng.randrange(1, 40)]]
         buf = bytearray(encode_records(records))
         for _ in range(rng.choice([0, 1, 1, 2, 3])):
             buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
@@ -48,21 +49,23 @@ def test_same_outcome_as_one_crc_per_record(length: int, spans: bool, monkeypatc
             assert run[0] == records and run[2] is None
 
 
-def test_every_damaged_data_or_crc_byte_is_caught(monkeypatch: Any) -> None:
+@pytest.mark.parametrize("mixed", [False, True])
+def test_every_damaged_data_or_crc_byte_is_caught(mixed: bool) -> None:
     """Each byte of each record's data and stored CRC, flipped in two ways."""
     rng = random.Random(3)
-    length, count = 13, 9
-    records = [rng.randbytes(length) for _ in range(count)]
+    count = 9
+    records = [rng.randbytes(rng.randrange(30) if mixed else 13) for _ in range(count)]
     buf = encode_records(records)
-    step = length + 16
+    starts = [len(encode_records(records[:i])) for i in range(count)]
     for index in range(count):
-        for at in range(12, step):  # data and its stored CRC (the header has its own check)
+        # Its data and stored CRC (the header has its own check).
+        for at in range(12, len(records[index]) + 16):
             for flip in (0x01, 0xA5):
                 damaged = bytearray(buf)
-                damaged[index * step + at] ^= flip
+                damaged[starts[index] + at] ^= flip
                 got = _scan.scan(bytes(damaged))
                 assert got.problem == "data" and len(got.records) == index
-                assert got.records == records[:index] and got.consumed == index * step
+                assert got.records == records[:index] and got.consumed == starts[index]
 
 
 def test_a_run_takes_one_crc_call_not_one_per_record(monkeypatch: Any) -> None:
@@ -86,6 +89,23 @@ def test_a_run_takes_one_crc_call_not_one_per_record(monkeypatch: Any) -> None:
     assert len(calls) == 201
 
 
+def test_a_run_of_mixed_lengths_takes_two_crc_calls(monkeypatch: Any) -> None:
+    calls: list[int] = []
+
+    def counting(data: Any) -> int:
+        calls.append(len(data))
+        return _crc.crc32c(data)
+
+    records = [bytes([i]) * (100 + i % 7) for i in range(200)]
+    buf = encode_records(records)
+    _scan.scan(buf)  # the zero-filled CRC of each length is computed once
+    monkeypatch.setattr(_scan, "crc32c", counting)
+    assert list(_scan.scan(buf).records) == records
+    # Seven length CRCs, then the run and the valid run of zero-filled records it is
+    # compared with (both the whole buffer).
+    assert len(calls) == 9 and calls[-2:] == [len(buf), len(buf)]
+
+
 def test_long_records_and_short_runs_are_checked_one_by_one(monkeypatch: Any) -> None:
     calls: list[int] = []
 
@@ -97,7 +117,6 @@ def test_long_records_and_short_runs_are_checked_one_by_one(monkeypatch: Any) ->
     for records in (
         [b"x" * _scan.RUN_CRC_BELOW] * 5,  # long records: the CRC itself costs more than a call
         [b"y" * 20] * (_scan._RUN_MIN - 1),  # too few records for a run
-        [b"z" * 20, b"z" * 21] * 5,  # lengths differ
     ):
         calls.clear()
         assert list(_scan.scan(encode_records(records)).records) == records

@@ -287,12 +287,26 @@ def test_worker_killed_mid_epoch_leaves_nothing_behind(data: str) -> None:
     )
     loader = _loader(ds, 2, persistent_workers=True)
     seen = 0
-    with pytest.raises(RuntimeError, match="DataLoader worker"):
+    # Usually torch's own report. But a worker killed right after queueing a batch
+    # whose slot goes across for the first time (an fd its resource-sharer thread
+    # hands over) can close that connection before it reaps as dead: torch then
+    # re-raises the EOFError (or ConnectionError) of fetching the fd.
+    with pytest.raises((RuntimeError, EOFError, ConnectionError)) as raised:
         for _ in loader:
             seen += 1
+    if raised.type is RuntimeError:
+        assert "DataLoader worker" in str(raised.value)
+    del raised  # (its traceback holds the loop's frames, and with them batches)
     assert seen >= 1
-    del loader
-    _wait_released()
+    # torch's SIGCHLD handler raises again for the dead worker whenever another
+    # child exits, until the iterator has shut down: here it would interrupt that
+    # shutdown (in ``__del__``) when the other worker exits. Not what is tested.
+    handler = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        del loader
+        _wait_released()
+    finally:
+        signal.signal(signal.SIGCHLD, handler)
     assert _shm() - before == set()
     end = time.monotonic() + 20
     while threading.active_count() > threads + 1 and time.monotonic() < end:

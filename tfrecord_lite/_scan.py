@@ -6,30 +6,32 @@ of its data, copy it out) but in phases over the whole buffer:
 
 1. boundaries: record ``k + 1`` starts where record ``k`` ends. When records
    have equal lengths (one writer, fixed layout) every boundary is predicted
-   and confirmed at once with NumPy; otherwise a tight loop reads lengths;
+   and confirmed at once with NumPy; otherwise a loop that only reads each
+   length and adds follows them (which records are complete is sorted out
+   afterwards);
 2. length CRCs: computed once per *distinct* length (a header's CRC depends
    only on its 8 length bytes), then compared with NumPy;
-3. data CRCs: one call per record to the CRC backend, compared with NumPy;
-   or, for a run of records of one length (a fixed layout), one call for the
-   whole run (below).
+3. data CRCs: one CRC over the whole run of records (below); where that does
+   not match, or records are long, one call per record to the CRC backend,
+   compared with NumPy.
 
-**One CRC for a run of equal-length records.** CRC-32C is affine over GF(2):
-processing a record's bytes moves the register by a fixed linear map (set by
-the byte count) plus a term that depends on the bytes. A record followed by
-its own *unmasked* CRC always leaves the register where any other such record
-of the same length would (the "residue" property of CRCs). Headers of one
-length are one constant 12 bytes. So a run of ``n`` records of length ``L``,
-each with its stored (masked) CRC replaced by the unmasked value, has one CRC
-whatever the data: that of ``n`` zero-filled valid records of length ``L``
-(computed once per ``(L, n)``). The scan copies the run into a reused buffer,
-writes the unmasked stored CRCs into their slots with NumPy and compares one
-CRC. Any single damaged record changes that CRC (the maps involved are
-invertible); a mismatch falls back to the per-record loop, which finds and
-reports the first bad record exactly as before. What it gives up: errors in two
-or more records of one run that cancel out (chance 2**-32 for random damage,
-the same as one damaged record passing its own CRC). It is used for records
-under :data:`RUN_CRC_BELOW` bytes, where one call per record costs more than
-the CRC itself.
+**One CRC for a run of records.** CRC-32C is affine over GF(2): processing a
+record's bytes moves the register by a fixed linear map (set by the byte count)
+plus a term that depends on the bytes. A record followed by its own *unmasked*
+CRC always leaves the register where any other such record of the same length
+would (the "residue" property of CRCs), and a header is fixed by its length. So
+a run of records, each with its stored (masked) CRC replaced by the unmasked
+value, has one CRC whatever the data: that of the same run of zero-filled valid
+records of the same lengths. The scan copies the run into a reused work array
+and writes the unmasked stored CRCs into their slots with NumPy; it builds the
+zero-filled run the same way (or, for ``n`` records of one length ``L``, keeps
+its CRC per ``(L, n)``), and compares two CRCs. Any single damaged record changes
+the first (the maps involved are invertible); a mismatch falls back to the
+per-record loop, which finds and reports the first bad record exactly as
+before. What it gives up: errors in two or more records of one run that cancel
+out (chance 2**-32 for random damage, the same as one damaged record passing its
+own CRC). It is used for records under :data:`RUN_CRC_BELOW` bytes on average,
+where one call per record costs more than the CRC itself.
 
 The result is exactly the per-record loop's: the same records, and the same
 error (kind, offset, index) at the first bad record, with every good record
@@ -58,11 +60,8 @@ HEADER_SIZE = 12
 OVERHEAD = 16
 _U64 = struct.Struct("<Q")
 _NONE = np.zeros(0, dtype=np.int64)
-#: Records shorter than this on average are copied out even when spans are asked
-#: for: a small ``bytes`` object costs less than a view of the buffer.
-SPANS_FROM = 512
-#: Runs of equal-length records shorter than this have their data CRCs checked
-#: with one CRC over the run (module docstring); longer ones record by record.
+#: Runs of records shorter than this on average have their data CRCs checked with
+#: one CRC over the run (module docstring); longer ones record by record.
 RUN_CRC_BELOW = 16 * 1024
 _RUN_MIN = 4  # fewer records than this: per record
 _U32 = np.uint64(0xFFFFFFFF)
@@ -284,8 +283,15 @@ def _rows_of(buf: bytes, starts: np.ndarray, width: int) -> np.ndarray:
         return np.lib.stride_tricks.as_strided(
             data[first:], shape=(k, width), strides=(step, 1), writeable=False
         )
-    out = np.frombuffer(b"".join(_copy(buf, starts.tolist(), (starts + width).tolist())), np.uint8)
-    return out.reshape(k, width)
+    # Every ``width``-byte window of the buffer as a row (a view), then the rows
+    # wanted: one copy of each, row by row.
+    if not width:
+        return np.zeros((k, 0), dtype=np.uint8)
+    windows = np.lib.stride_tricks.as_strided(
+        data, shape=(len(data) - width + 1, width), strides=(1, 1), writeable=False
+    )
+    out: np.ndarray = windows[starts]
+    return out
 
 
 def _boundaries(
@@ -424,21 +430,55 @@ def scratch(name: str, size: int) -> np.ndarray:
     return buf[:size]
 
 
-def _run_ok(data: np.ndarray, length: int, count: int, stored: np.ndarray) -> bool:
-    """Whether the data CRCs of ``count`` records of ``length`` bytes from offset 0 all match.
+@functools.lru_cache(maxsize=256)
+def _zero_crc(length: int) -> int:
+    return crc32c(bytes(length))
 
-    ``data`` is the buffer as bytes, ``stored`` the masked CRCs stored after each
-    record (uint64); the headers are checked already. False means "check one by
-    one", not "damaged".
+
+def _unaligned(buf: np.ndarray, dtype: str) -> np.ndarray:
+    """``buf`` as overlapping little-endian words, one starting at every byte."""
+    width = np.dtype(dtype).itemsize
+    return np.ndarray((len(buf) - width + 1,), dtype=dtype, buffer=buf, strides=(1,))
+
+
+def _run_ok(
+    data: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    stored: np.ndarray,
+    headers: np.ndarray,
+    uniform: bool,
+) -> bool:
+    """Whether the data CRCs of the records at ``starts`` (from offset 0, one after the
+    other) all match: one CRC over a copy of the run against that of a run of valid
+    zero-filled records of the same lengths (module docstring).
+
+    ``data`` is the buffer as bytes; ``stored`` the masked CRCs stored after each
+    record and ``headers`` the masked length CRCs (both uint64, checked already).
+    False means "check one by one", not "damaged".
     """
-    step = length + OVERHEAD
-    run = scratch("run", count * step)
-    run[:] = data[: count * step]
+    count = len(starts)
+    size = int(starts[-1] + lengths[-1]) + OVERHEAD
+    run = scratch("run", size)
+    run[:] = data[:size]
     rot = (stored - np.uint64(MASK_DELTA)) & _U32
-    raw = ((rot >> np.uint64(17)) | (rot << np.uint64(15))) & _U32
-    slots = run.reshape(count, step)[:, HEADER_SIZE + length :]
-    slots[:] = raw.astype("<u4").view(np.uint8).reshape(count, 4)
-    return crc32c(run.data) == _valid_run_crc(length, count)
+    raw = (((rot >> np.uint64(17)) | (rot << np.uint64(15))) & _U32).astype("<u4")
+    slots = starts + HEADER_SIZE + lengths
+    if uniform:
+        one = int(lengths[0])
+        run.reshape(count, one + OVERHEAD)[:, HEADER_SIZE + one :] = raw.view(np.uint8).reshape(
+            count, 4
+        )
+        return crc32c(run.data) == _valid_run_crc(one, count)
+    _unaligned(run, "<u4")[slots] = raw
+    ref = scratch("ref", size)
+    ref[:] = 0
+    _unaligned(ref, "<u8")[starts] = lengths.astype("<u8")
+    _unaligned(ref, "<u4")[starts + 8] = headers.astype("<u4")
+    sizes, inverse = np.unique(lengths, return_inverse=True)
+    zero = np.array([_zero_crc(k) for k in sizes.tolist()], dtype="<u4")
+    _unaligned(ref, "<u4")[slots] = zero[inverse.reshape(-1)]
+    return crc32c(run.data) == crc32c(ref.data)
 
 
 def scan(
@@ -455,8 +495,7 @@ def scan(
     number of bytes the whole stream has from ``buf[0]`` on, when known, so a
     length field claiming more is reported at once (``problem == "claim"``).
     ``spans``: the records come as :class:`RecordSpans` of ``buf`` (when it is
-    ``bytes`` and they are :data:`SPANS_FROM` bytes long on average), not copied
-    out one by one.
+    ``bytes``), not copied out one by one.
     """
     end = len(buf)
     s, ln, stop, need, claim = _boundaries(buf, end, max_records, limit)
@@ -465,7 +504,7 @@ def scan(
     problem: Optional[str] = None
     first = s + HEADER_SIZE  # where each record's data starts
     records: Sequence[bytes]
-    if spans and isinstance(buf, bytes) and int(ln.sum()) >= n * SPANS_FROM:
+    if spans and isinstance(buf, bytes):
         records = RecordSpans([(buf, first, ln)])
     else:
         records = _copy(buf, first.tolist(), (first + ln).tolist())
@@ -487,8 +526,10 @@ def scan(
             bad_at = int(bad[0])
             problem = "header"
         m = bad_at
-        run = uniform and m >= _RUN_MIN and one < RUN_CRC_BELOW
-        if run and _run_ok(data, one, m, _u32_at(data, first[:m] + one)):
+        run = m >= _RUN_MIN and int(ln[:m].sum()) < m * RUN_CRC_BELOW
+        if run and _run_ok(
+            data, s[:m], ln[:m], _u32_at(data, first[:m] + ln[:m]), stored_hdr[:m], uniform
+        ):
             m = 0  # every data CRC of the run checked at once
         if m:
             if isinstance(records, RecordSpans):
