@@ -9,6 +9,7 @@ import sys
 import textwrap
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -67,6 +68,15 @@ def test_unmask_inverts_mask(crc: int) -> None:
     assert 0 <= masked < 2**32
     assert unmask(masked) == crc
     assert type(masked) is int and type(unmask(masked)) is int
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**32 - 1), max_size=50))
+def test_array_forms_match_the_scalar_ones(crcs: list[int]) -> None:
+    arr = np.array(crcs, dtype=np.uint64)
+    masked = _crc.mask_array(arr)
+    assert masked.tolist() == [mask(c) for c in crcs]
+    assert _crc.unmask_array(masked).tolist() == crcs
+    assert _crc.unmask_array(masked.astype(np.uint32)).tolist() == crcs
 
 
 def test_mask_reduces_wider_ints() -> None:

@@ -93,9 +93,9 @@ def test_contiguous_holds_every_record_then_zero_padding() -> None:
     a, b = [b"abc", b"", b"defgh"], [b"ijklmnop", b"q"]
     spans = RecordSpans.join([_spans_of(a), _spans_of(b)[1:]])
     buf, starts, zero = spans.contiguous(16)
-    assert buf.endswith(bytes(16)) and buf[zero] == 0
+    assert bytes(buf[-16:]) == bytes(16) and buf[zero] == 0
     lengths = spans.lengths()
-    assert [buf[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist())] == a + b[1:]
+    assert [bytes(buf[s : s + n]) for s, n in zip(starts.tolist(), lengths.tolist())] == a + b[1:]
 
 
 def test_one_block_with_room_after_its_records_is_used_where_it_is() -> None:
@@ -108,7 +108,7 @@ def test_one_block_with_room_after_its_records_is_used_where_it_is() -> None:
     assert [buf[s : s + 40] for s in starts.tolist()] == records[1:4]
     # The last records of the block have no room after them: copied, then padded.
     buf, starts, zero = spans[4:].contiguous(16)
-    assert buf is not part[0] and buf.endswith(bytes(16)) and buf[zero] == 0
+    assert buf is not part[0] and bytes(buf[-16:]) == bytes(16) and buf[zero] == 0
 
 
 @pytest.mark.parametrize("spans", [False, True])

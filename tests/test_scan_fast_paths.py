@@ -30,6 +30,19 @@ def _outcome(buf: bytes, per_record: bool, monkeypatch: Any, **kw: Any) -> tuple
     return list(got.records), got.consumed, got.problem, got.need
 
 
+@pytest.fixture
+def crc_calls(monkeypatch: Any) -> list[int]:
+    """The length of every buffer the scan hands the CRC backend."""
+    calls: list[int] = []
+
+    def counting(data: Any) -> int:
+        calls.append(len(data))
+        return _crc.crc32c(data)
+
+    monkeypatch.setattr(_scan, "crc32c", counting)
+    return calls
+
+
 @pytest.mark.parametrize("length", [0, 1, 7, 100, 842, 5000, -300, -20_000])
 @pytest.mark.parametrize("spans", [False, True])
 def test_same_outcome_as_one_crc_per_record(length: int, spans: bool, monkeypatch: Any) -> None:
@@ -68,59 +81,42 @@ def test_every_damaged_data_or_crc_byte_is_caught(mixed: bool) -> None:
                 assert got.records == records[:index] and got.consumed == starts[index]
 
 
-def test_a_run_takes_one_crc_call_not_one_per_record(monkeypatch: Any) -> None:
-    calls: list[int] = []
-
-    def counting(data: Any) -> int:
-        calls.append(len(data))
-        return _crc.crc32c(data)
-
+def test_a_run_takes_one_crc_call_not_one_per_record(
+    crc_calls: list[int], monkeypatch: Any
+) -> None:
     records = [bytes([i]) * 300 for i in range(200)]
     buf = encode_records(records)
-    monkeypatch.setattr(_scan, "crc32c", counting)
     _scan._valid_run_crc.cache_clear()
     _scan.scan(buf)  # the first run of this length also computes its reference CRC
-    calls.clear()
+    crc_calls.clear()
     assert list(_scan.scan(buf).records) == records
-    assert len(calls) == 2  # one length CRC, one CRC over the whole run
-    calls.clear()
+    assert len(crc_calls) == 2  # one length CRC, one CRC over the whole run
+    crc_calls.clear()
     monkeypatch.setattr(_scan, "RUN_CRC_BELOW", 0)
     assert list(_scan.scan(buf).records) == records
-    assert len(calls) == 201
+    assert len(crc_calls) == 201
 
 
-def test_a_run_of_mixed_lengths_takes_two_crc_calls(monkeypatch: Any) -> None:
-    calls: list[int] = []
-
-    def counting(data: Any) -> int:
-        calls.append(len(data))
-        return _crc.crc32c(data)
-
+def test_a_run_of_mixed_lengths_takes_two_crc_calls(crc_calls: list[int]) -> None:
     records = [bytes([i]) * (100 + i % 7) for i in range(200)]
     buf = encode_records(records)
     _scan.scan(buf)  # the zero-filled CRC of each length is computed once
-    monkeypatch.setattr(_scan, "crc32c", counting)
+    crc_calls.clear()
     assert list(_scan.scan(buf).records) == records
     # Seven length CRCs, then the run and the valid run of zero-filled records it is
     # compared with (both the whole buffer).
-    assert len(calls) == 9 and calls[-2:] == [len(buf), len(buf)]
+    assert len(crc_calls) == 9 and crc_calls[-2:] == [len(buf), len(buf)]
 
 
-def test_long_records_and_short_runs_are_checked_one_by_one(monkeypatch: Any) -> None:
-    calls: list[int] = []
-
-    def counting(data: Any) -> int:
-        calls.append(len(data))
-        return _crc.crc32c(data)
-
-    monkeypatch.setattr(_scan, "crc32c", counting)
+def test_long_records_and_short_runs_are_checked_one_by_one(crc_calls: list[int]) -> None:
     for records in (
         [b"x" * _scan.RUN_CRC_BELOW] * 5,  # long records: the CRC itself costs more than a call
         [b"y" * 20] * (_scan._RUN_MIN - 1),  # too few records for a run
     ):
-        calls.clear()
+        crc_calls.clear()
         assert list(_scan.scan(encode_records(records)).records) == records
-        assert sum(n == len(records[0]) or n == len(records[-1]) for n in calls) == len(records)
+        lengths = (len(records[0]), len(records[-1]))
+        assert sum(n in lengths for n in crc_calls) == len(records)
 
 
 def test_following_lengths_finds_what_the_checked_loop_finds() -> None:

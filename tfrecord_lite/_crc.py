@@ -42,6 +42,7 @@ __all__ = [
     "mask_array",
     "masked_crc32c",
     "unmask",
+    "unmask_array",
 ]
 
 Buffer = Union[bytes, bytearray, memoryview]
@@ -74,6 +75,12 @@ def mask_array(crcs: np.ndarray) -> np.ndarray:
     c = crcs.astype(np.uint64)
     rotated = (c >> np.uint64(15)) | (c << np.uint64(17))
     return (rotated + np.uint64(MASK_DELTA)) & np.uint64(_U32)
+
+
+def unmask_array(masked: np.ndarray) -> np.ndarray:
+    """:func:`unmask` of every masked CRC in an array, as uint64."""
+    rot = (masked.astype(np.uint64) - np.uint64(MASK_DELTA)) & np.uint64(_U32)
+    return ((rot >> np.uint64(17)) | (rot << np.uint64(15))) & np.uint64(_U32)
 
 
 def unmask(masked: int) -> int:

@@ -1172,7 +1172,7 @@ def _contiguous(records: Sequence[bytes], lengths: np.ndarray) -> tuple[Buffer, 
     pages.
     """
     if isinstance(records, RecordSpans):
-        return records.contiguous(_PAD, reuse=True)
+        return records.contiguous(_PAD)
     starts = np.zeros(len(records), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     buf = b"".join([*records, bytes(_PAD)])

@@ -50,7 +50,7 @@ from typing import NamedTuple, Optional, Union, overload
 
 import numpy as np
 
-from ._crc import MASK_DELTA, crc32c, mask, mask_array
+from ._crc import crc32c, mask, mask_array, unmask_array
 
 __all__ = ["RecordSpans", "Scan", "scan"]
 
@@ -64,7 +64,6 @@ _NONE = np.zeros(0, dtype=np.int64)
 #: one CRC over the run (module docstring); longer ones record by record.
 RUN_CRC_BELOW = 16 * 1024
 _RUN_MIN = 4  # fewer records than this: per record
-_U32 = np.uint64(0xFFFFFFFF)
 #: Work arrays (:func:`scratch`) up to this size stay with their thread for reuse.
 SCRATCH_KEEP = 32 << 20
 _scratch = threading.local()
@@ -212,19 +211,18 @@ class RecordSpans(Sequence[bytes]):
             return np.zeros((0, width), dtype=np.uint8)
         return np.concatenate(views)
 
-    def contiguous(self, pad: int, reuse: bool = False) -> tuple[Buffer, np.ndarray, int]:
+    def contiguous(self, pad: int) -> tuple[Buffer, np.ndarray, int]:
         """One buffer holding every record, with at least ``pad`` bytes after the last
         one: (buffer, starts, index of a zero byte in it).
-
-        ``reuse``: a copy goes into this thread's reused work array (no fresh pages
-        per call), returned as a memoryview that lasts only until the next such call.
 
         Records of one buffer that has ``pad`` bytes after them are read where they
         are (the zero byte: the top byte of the first record's length field, as no
         record reaches 2**56 bytes). Otherwise each part's stretch from its first
         record to its last is copied whole (the framing between records comes along;
         it is never read), then ``pad`` zero bytes: one copy of the bytes, not one
-        per record.
+        per record. The copy goes into this thread's reused work array (no fresh
+        pages per call), a memoryview that lasts only until the next such call:
+        copy out what is kept.
         """
         if len(self._parts) == 1:
             buf, starts, lengths = self._parts[0]
@@ -240,9 +238,6 @@ class RecordSpans(Sequence[bytes]):
             out.append(starts - (a - size))
             size += b - a
         starts = np.concatenate(out) if out else np.zeros(0, np.int64)
-        if not reuse:
-            joined = b"".join([*(memoryview(buf)[a:b] for buf, a, b in pieces), bytes(pad)])
-            return joined, starts, len(joined) - 1
         work = scratch("join", size + pad)
         at = 0
         for block, a, b in pieces:
@@ -406,11 +401,11 @@ def _header_ok(buf: Buffer, pos: int) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _valid_run_crc(length: int, count: int) -> int:
-    """CRC of ``count`` valid records of ``length`` zero bytes, each followed by its unmasked CRC."""
-    head = _U64.pack(length) + mask(crc32c(_U64.pack(length))).to_bytes(4, "little")
-    zeros = bytes(length)
-    one = head + zeros + crc32c(zeros).to_bytes(4, "little")
+def _valid_run_crc(header: bytes, count: int) -> int:
+    """CRC of ``count`` valid records with this 12-byte header, of zero bytes, each
+    followed by its unmasked CRC."""
+    zeros = bytes(_U64.unpack_from(header)[0])
+    one = header + zeros + crc32c(zeros).to_bytes(4, "little")
     return crc32c(one * count)
 
 
@@ -446,38 +441,38 @@ def _run_ok(
     starts: np.ndarray,
     lengths: np.ndarray,
     stored: np.ndarray,
-    headers: np.ndarray,
-    uniform: bool,
+    distinct: Optional[tuple[np.ndarray, np.ndarray]],
 ) -> bool:
     """Whether the data CRCs of the records at ``starts`` (from offset 0, one after the
-    other) all match: one CRC over a copy of the run against that of a run of valid
-    zero-filled records of the same lengths (module docstring).
+    other, their headers checked already) all match: one CRC over a copy of the run
+    against that of a run of valid zero-filled records of the same lengths (module
+    docstring).
 
     ``data`` is the buffer as bytes; ``stored`` the masked CRCs stored after each
-    record and ``headers`` the masked length CRCs (both uint64, checked already).
-    False means "check one by one", not "damaged".
+    record (uint64); ``distinct``: the lengths' distinct values and each record's
+    index among them, None when all are one. False means "check one by one", not
+    "damaged".
     """
     count = len(starts)
     size = int(starts[-1] + lengths[-1]) + OVERHEAD
     run = scratch("run", size)
     run[:] = data[:size]
-    rot = (stored - np.uint64(MASK_DELTA)) & _U32
-    raw = (((rot >> np.uint64(17)) | (rot << np.uint64(15))) & _U32).astype("<u4")
-    slots = starts + HEADER_SIZE + lengths
-    if uniform:
+    raw = unmask_array(stored).astype("<u4")
+    if distinct is None:
         one = int(lengths[0])
-        run.reshape(count, one + OVERHEAD)[:, HEADER_SIZE + one :] = raw.view(np.uint8).reshape(
-            count, 4
-        )
-        return crc32c(run.data) == _valid_run_crc(one, count)
-    _unaligned(run, "<u4")[slots] = raw
+        slots = run.reshape(count, one + OVERHEAD)[:, HEADER_SIZE + one :]
+        slots[:] = raw.view(np.uint8).reshape(count, 4)
+        return crc32c(run.data) == _valid_run_crc(bytes(run[:HEADER_SIZE]), count)
+    at = starts + HEADER_SIZE + lengths
+    _unaligned(run, "<u4")[at] = raw
     ref = scratch("ref", size)
     ref[:] = 0
-    _unaligned(ref, "<u8")[starts] = lengths.astype("<u8")
-    _unaligned(ref, "<u4")[starts + 8] = headers.astype("<u4")
-    sizes, inverse = np.unique(lengths, return_inverse=True)
+    # The same headers (they are checked), zero data, and the CRC of zeros.
+    _unaligned(ref, "<u8")[starts] = _unaligned(run, "<u8")[starts]
+    _unaligned(ref, "<u4")[starts + 8] = _unaligned(run, "<u4")[starts + 8]
+    sizes, which = distinct
     zero = np.array([_zero_crc(k) for k in sizes.tolist()], dtype="<u4")
-    _unaligned(ref, "<u4")[slots] = zero[inverse.reshape(-1)]
+    _unaligned(ref, "<u4")[at] = zero[which]
     return crc32c(run.data) == crc32c(ref.data)
 
 
@@ -512,24 +507,26 @@ def scan(
         data = np.frombuffer(buf, dtype=np.uint8)
         stored_hdr = _u32_at(data, s + 8)
         one = int(ln[0])
-        uniform = bool(one == ln[-1]) and bool((ln == one).all())
-        if uniform:
+        distinct: Optional[tuple[np.ndarray, np.ndarray]] = None
+        if bool(one == ln[-1]) and bool((ln == one).all()):
             # One length (one writer, fixed layout): one header CRC to compute.
             expected = mask_array(np.array([crc32c(_U64.pack(one))], dtype=np.uint64))
         else:
             uniq, inverse = np.unique(ln, return_inverse=True)
+            distinct = (uniq, inverse.reshape(-1))
             expected = mask_array(
                 np.array([crc32c(_U64.pack(u)) for u in uniq.tolist()], dtype=np.uint64)
-            )[inverse.reshape(-1)]
+            )[distinct[1]]
         bad = np.flatnonzero(stored_hdr != expected)
         if len(bad):
             bad_at = int(bad[0])
             problem = "header"
         m = bad_at
+        stored = _u32_at(data, first[:m] + ln[:m])
+        if distinct is not None:
+            distinct = (distinct[0], distinct[1][:m])
         run = m >= _RUN_MIN and int(ln[:m].sum()) < m * RUN_CRC_BELOW
-        if run and _run_ok(
-            data, s[:m], ln[:m], _u32_at(data, first[:m] + ln[:m]), stored_hdr[:m], uniform
-        ):
+        if run and _run_ok(data, s[:m], ln[:m], stored, distinct):
             m = 0  # every data CRC of the run checked at once
         if m:
             if isinstance(records, RecordSpans):
@@ -541,7 +538,6 @@ def scan(
             else:
                 # Over the bytes objects handed out.
                 crcs = np.fromiter(map(crc32c, records[:m] if m < n else records), np.uint64, m)
-            stored = _u32_at(data, first[:m] + ln[:m])
             bad = np.flatnonzero(mask_array(crcs) != stored)
             if len(bad):
                 bad_at = int(bad[0])
