@@ -359,6 +359,12 @@ def read_tfrecords(
 # --------------------------------------------------------------------------- writing
 
 _SHARD_RE = r"-\d{5}-of-\d{5}"
+#: After a failed write, the job's directory is swept this often (seconds) ...
+FAILED_SWEEP_EVERY = 0.5
+#: ... until this many sweeps in a row find nothing to remove or abort ...
+FAILED_SWEEPS_QUIET = 4
+#: ... or for at most this long (seconds).
+FAILED_SWEEP_FOR = 30.0
 
 
 class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
@@ -495,15 +501,24 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
         """Remove every staging and temporary file of this job; no shard gets a final name.
 
         On S3, uploads of this job's staging shards that tasks cancelled by the failure
-        left unfinished are aborted too (once more a moment later, for a request that
-        was still in flight).
+        left unfinished are aborted too. Ray does not wait for the write tasks the
+        failure cancelled: one may still complete its staging shard (or a part of an
+        upload) after a first sweep. So the directory is swept again every
+        :data:`FAILED_SWEEP_EVERY` seconds until :data:`FAILED_SWEEPS_QUIET` sweeps in
+        a row find nothing, for at most :data:`FAILED_SWEEP_FOR` seconds.
         """
-        self._remove(self._leftovers())
-        with contextlib.suppress(OSError):
-            if _fs.abort_uploads(self.path, self.job) is not None:
-                time.sleep(1.0)
-                _fs.abort_uploads(self.path, self.job)
-                self._remove(self._leftovers())
+        deadline = time.monotonic() + FAILED_SWEEP_FOR
+        quiet = 0
+        while True:
+            found = self._leftovers()
+            self._remove(found)
+            aborted: Optional[int] = None
+            with contextlib.suppress(OSError):
+                aborted = _fs.abort_uploads(self.path, self.job)
+            quiet = 0 if found or aborted else quiet + 1
+            if quiet >= FAILED_SWEEPS_QUIET or time.monotonic() >= deadline:
+                return
+            time.sleep(FAILED_SWEEP_EVERY)
 
 
 def write_tfrecords(

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -256,6 +258,31 @@ def test_failed_job_leaves_no_shard_and_no_partial_file(ray_cluster: Any, tmp_pa
     with pytest.raises(Exception, match="cannot be written"):
         tfray.write_tfrecords(ds, str(out))
     assert shard_files(out) == []
+
+
+def test_a_failed_job_sweeps_until_cancelled_tasks_are_done(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Ray does not wait for the write tasks a failure cancelled: a staging shard one
+    of them completes after the first sweep is removed by a later one."""
+    sink = tfray.TFRecordDatasink(tmp_path)
+    sink.on_write_start()
+    Path(sink._staging(0)).write_bytes(b"complete before the failure")
+    (tmp_path / "unrelated.txt").write_bytes(b"not this job's")
+    late = Path(sink._staging(1))
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the clean-up's pauses, made instant
+        sleeps.append(seconds)
+        if len(sleeps) == 2:  # a cancelled task finishes its shard between two sweeps
+            late.write_bytes(b"complete after the first sweeps")
+
+    clock = SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
+    monkeypatch.setattr(tfray, "time", clock)
+    sink.on_write_failed(RuntimeError("a row cannot be written"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unrelated.txt"]
+    # Found at sweep 3; then FAILED_SWEEPS_QUIET sweeps in a row found nothing.
+    assert len(sleeps) == 2 + tfray.FAILED_SWEEPS_QUIET
 
 
 # --------------------------------------------------------------------------- image folders
