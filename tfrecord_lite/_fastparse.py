@@ -35,6 +35,10 @@ Wire layout walked (proto3, TensorFlow's field numbers)::
     FloatList { 1: packed fixed32 (LEN) | fixed32 each }    tag 0x0a, or 0x0d each
     Int64List { 1: packed varints (LEN) | varint each }     tag 0x0a, or 0x08 each
 
+Before its first extraction a process allocates and frees one
+:data:`HEAP_SETTLE_BYTES` block, so that glibc's malloc keeps the memory of
+these passes instead of faulting it in anew for each window (:func:`_settle_heap`).
+
 Set ``TFRECORD_LITE_FASTPATH=0`` to switch this path off (debugging).
 """
 
@@ -369,7 +373,7 @@ class KeyTable:
         self.usable = False
         self.shift = np.uint64(0)
         self.mask = np.uint64(0)
-        self.buckets = np.full(1, -1, dtype=np.int64)
+        self.buckets = np.full(1, n, dtype=np.intp)
         size = 8
         while size <= 1 << 16 and not self.usable:
             while size < 2 * n:
@@ -378,11 +382,18 @@ class KeyTable:
                 b = (hashes >> np.uint64(shift)) & np.uint64(size - 1)
                 if len(np.unique(b)) == n:
                     self.shift, self.mask = np.uint64(shift), np.uint64(size - 1)
-                    self.buckets = np.full(size, -1, dtype=np.int64)
-                    self.buckets[b.astype(np.int64)] = np.arange(n)
+                    # An empty bucket points at slot n, a sentinel no key matches.
+                    self.buckets = np.full(size, n, dtype=np.intp)
+                    self.buckets[b.astype(np.intp)] = np.arange(n)
                     self.usable = True
                     break
             size *= 2
+        # The tables the lookup compares with, with the sentinel's row last
+        # (length -1: no key has it).
+        self._lengths = np.append(self.lengths, -1)
+        self._first = np.append(self.first, np.uint64(0))
+        self._last = np.append(self.last, np.uint64(0))
+        self._words = np.vstack([self.words, np.zeros((1, self.windows), dtype=np.uint64)])
 
     @staticmethod
     def _full_hash(words: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -417,18 +428,20 @@ class KeyTable:
                 h = self._full_hash(kw, length)
             else:
                 h = _short_hash(w0, wl, length)
-            cand = self.buckets[((h >> self.shift) & self.mask).astype(np.int64)]
-            c = np.maximum(cand, 0)
-            hit = (cand >= 0) & (self.lengths[c] == length)
-            hit &= (self.first[c] == w0) & (self.last[c] == wl)
+            h >>= self.shift
+            h &= self.mask
+            c = self.buckets[h.view(np.int64)]
+            hit = self._lengths[c] == length
+            hit &= self._first[c] == w0
+            hit &= self._last[c] == wl
             if self.windows > 2:
                 # Keys over 16 bytes: compare the windows between the first and last.
                 long_ = np.flatnonzero(hit & (length > 16))
                 for j in range(1, self.windows - 1):
                     mid = long_[length[long_] > 8 * (j + 1)]
-                    same = _key_words(words, start[mid], length[mid], j) == self.words[c[mid], j]
+                    same = _key_words(words, start[mid], length[mid], j) == self._words[c[mid], j]
                     hit[mid[~same]] = False
-            slots = np.where(hit, cand, -1)
+            slots = np.where(hit, c, -1)
         unknown = np.flatnonzero(slots < 0)
         if len(unknown):
             # Unread keys must be ASCII here: check every window of theirs.
@@ -439,6 +452,36 @@ class KeyTable:
                 high |= (_key_words(words, us, ul, j) & _HIGH_BITS) != 0
             safe[unknown[high]] = False
         return slots, safe
+
+
+# --------------------------------------------------------------------------- the heap
+
+#: The block :func:`_settle_heap` allocates and frees once per process (0: never).
+HEAP_SETTLE_BYTES = 8 << 20
+_heap_settled = False
+
+
+def _settle_heap() -> None:
+    """Allocate and free one :data:`HEAP_SETTLE_BYTES` block, once per process
+    (before the first extraction).
+
+    The entry walk makes dozens of NumPy temporaries of a few hundred KiB per
+    window, and big values become big ``bytes`` objects. glibc's malloc maps
+    blocks above its mmap threshold (128 KiB at start) afresh, and hands the top
+    of its heap back to the system once more than its trim threshold (also 128
+    KiB) is free there: in a process that had not yet freed a big block, every
+    window faulted its temporaries in anew (taxi-like records: about 15,000 page
+    faults a pass, 10-15% of the parse time on a 2-core VM). Freeing one mapped
+    block raises the two thresholds to its size and twice that (glibc's dynamic
+    threshold, where a process that has handled a big array already is), so the
+    memory is reused from the heap. The block is never touched: it costs one mmap
+    and one munmap. Other allocators are not affected.
+    """
+    global _heap_settled
+    _heap_settled = True
+    if HEAP_SETTLE_BYTES > 0:
+        block = np.empty(HEAP_SETTLE_BYTES, dtype=np.uint8)
+        del block
 
 
 # --------------------------------------------------------------------------- entry walk
@@ -1077,6 +1120,8 @@ def extract(
     n = len(records)
     if n < MIN_BATCH or not enabled():
         return None
+    if not _heap_settled:
+        _settle_heap()
     if table is None:
         table = KeyTable(needed)
     lengths = (
