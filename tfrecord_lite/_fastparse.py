@@ -354,21 +354,28 @@ class KeyTable:
         self.codes = np.array([_CODE_OF_DTYPE[d.name] for d in self.dtypes], dtype=np.int8)
         encoded = [k.encode("utf-8") for k in self.names]
         n = len(encoded)
-        self.lengths = np.array([len(k) for k in encoded], dtype=np.int64)
+        lengths = np.array([len(k) for k in encoded], dtype=np.int64)
         offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(self.lengths, out=offsets[1:])
+        np.cumsum(lengths, out=offsets[1:])
         data = np.frombuffer(b"".join(encoded) + bytes(_PAD), dtype=np.uint8)
         words = _words(data)
-        self.windows = max(1, -(-int(self.lengths.max(initial=0)) // 8))
-        self.words = np.zeros((n, self.windows), dtype=np.uint64)
+        self.windows = max(1, -(-int(lengths.max(initial=0)) // 8))
+        key_words = np.zeros((n, self.windows), dtype=np.uint64)
         for j in range(self.windows):
-            self.words[:, j] = _key_words(words, offsets[:-1], self.lengths, j)
-        self.first, self.last = _first_last(words, offsets[:-1], self.lengths)
-        hashes = _short_hash(self.first, self.last, self.lengths)
+            key_words[:, j] = _key_words(words, offsets[:-1], lengths, j)
+        first, last = _first_last(words, offsets[:-1], lengths)
+        hashes = _short_hash(first, last, lengths)
         #: Keys that differ only between their first and last 8 bytes: hash every window.
         self.full = len(np.unique(hashes)) < n
         if self.full:
-            hashes = self._full_hash(self.words, self.lengths)
+            hashes = self._full_hash(key_words, lengths)
+        # What the lookup compares a candidate slot with: per slot, the key's length,
+        # first and last windows and every window; row n is a sentinel that no key
+        # matches (length -1), where empty buckets point.
+        self.lengths = np.append(lengths, -1)
+        self.first = np.append(first, np.uint64(0))
+        self.last = np.append(last, np.uint64(0))
+        self.words = np.vstack([key_words, np.zeros((1, self.windows), dtype=np.uint64)])
         # A bucket per hash value: find a table size and shift with no two keys in a bucket.
         self.usable = False
         self.shift = np.uint64(0)
@@ -382,18 +389,11 @@ class KeyTable:
                 b = (hashes >> np.uint64(shift)) & np.uint64(size - 1)
                 if len(np.unique(b)) == n:
                     self.shift, self.mask = np.uint64(shift), np.uint64(size - 1)
-                    # An empty bucket points at slot n, a sentinel no key matches.
                     self.buckets = np.full(size, n, dtype=np.intp)
                     self.buckets[b.astype(np.intp)] = np.arange(n)
                     self.usable = True
                     break
             size *= 2
-        # The tables the lookup compares with, with the sentinel's row last
-        # (length -1: no key has it).
-        self._lengths = np.append(self.lengths, -1)
-        self._first = np.append(self.first, np.uint64(0))
-        self._last = np.append(self.last, np.uint64(0))
-        self._words = np.vstack([self.words, np.zeros((1, self.windows), dtype=np.uint64)])
 
     @staticmethod
     def _full_hash(words: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -431,15 +431,15 @@ class KeyTable:
             h >>= self.shift
             h &= self.mask
             c = self.buckets[h.view(np.int64)]
-            hit = self._lengths[c] == length
-            hit &= self._first[c] == w0
-            hit &= self._last[c] == wl
+            hit = self.lengths[c] == length
+            hit &= self.first[c] == w0
+            hit &= self.last[c] == wl
             if self.windows > 2:
                 # Keys over 16 bytes: compare the windows between the first and last.
                 long_ = np.flatnonzero(hit & (length > 16))
                 for j in range(1, self.windows - 1):
                     mid = long_[length[long_] > 8 * (j + 1)]
-                    same = _key_words(words, start[mid], length[mid], j) == self._words[c[mid], j]
+                    same = _key_words(words, start[mid], length[mid], j) == self.words[c[mid], j]
                     hit[mid[~same]] = False
             slots = np.where(hit, c, -1)
         unknown = np.flatnonzero(slots < 0)
