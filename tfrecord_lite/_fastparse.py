@@ -50,7 +50,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from ._scan import Buffer, RecordSpans
+from ._scan import Buffer, RecordSpans, unaligned
 from ._schema import DType, float32, int64, string
 
 __all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
@@ -181,7 +181,7 @@ def _varint_values(raw: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> n
     """
     padded = np.zeros(len(raw) + 8, dtype=np.uint8)
     padded[: len(raw)] = raw
-    w = _words(padded)[starts] & _MASK[np.minimum(widths, 8)]
+    w = unaligned(padded, "<u8")[starts] & _MASK[np.minimum(widths, 8)]
     value = w & _GROUPS[0][1]
     for shift, mask in _GROUPS[1 : int(widths.max())]:
         value |= (w >> shift) & mask
@@ -296,11 +296,6 @@ _MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 _HIGH_BITS = np.uint64(0x8080808080808080)
 
 
-def _words(data: np.ndarray) -> np.ndarray:
-    """``data`` as a little-endian uint64 at every byte offset (a strided view, no copy)."""
-    return np.ndarray(shape=(max(len(data) - 7, 0),), dtype="<u8", buffer=data, strides=(1,))
-
-
 def _key_words(words: np.ndarray, start: np.ndarray, length: np.ndarray, j: int) -> np.ndarray:
     """Window ``j`` of each key: bytes ``8j..8j+8`` (the last 8 bytes for the last window).
 
@@ -358,7 +353,7 @@ class KeyTable:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = np.frombuffer(b"".join(encoded) + bytes(_PAD), dtype=np.uint8)
-        words = _words(data)
+        words = unaligned(data, "<u8")
         self.windows = max(1, -(-int(lengths.max(initial=0)) // 8))
         key_words = np.zeros((n, self.windows), dtype=np.uint64)
         for j in range(self.windows):
@@ -419,7 +414,7 @@ class KeyTable:
         if not m or not len(self.names):
             slots = np.full(m, -1, dtype=np.int64)
         else:
-            words = _words(data)
+            words = unaligned(data, "<u8")
             w0, wl = _first_last(words, start, length)
             if self.full:
                 kw = np.empty((m, self.windows), dtype=np.uint64)
@@ -445,7 +440,7 @@ class KeyTable:
         unknown = np.flatnonzero(slots < 0)
         if len(unknown):
             # Unread keys must be ASCII here: check every window of theirs.
-            words = _words(data)
+            words = unaligned(data, "<u8")
             us, ul = start[unknown], length[unknown]
             high = np.zeros(len(unknown), dtype=bool)
             for j in range(max(1, -(-int(ul.max()) // 8))):
@@ -599,7 +594,7 @@ def _float_values(
         # One float per list (or none): read them as 4-byte words, no byte gather.
         counts[packed_ok] = 1
         good |= packed_ok
-        scalars = np.ndarray(shape=(len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+        scalars = unaligned(data, "<u4")
         return counts, scalars[ps[packed_ok]].view("<f4").astype(np.float32), good
     counts[packed_ok] = (pe - ps)[packed_ok] // 4
     good |= packed_ok

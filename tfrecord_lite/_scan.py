@@ -387,12 +387,16 @@ def _chain(buf: Buffer, pos: int, end: int) -> tuple[np.ndarray, int, Optional[i
     return np.array(chain[:n], dtype=np.int64), stop, length
 
 
+def unaligned(buf: np.ndarray, dtype: str) -> np.ndarray:
+    """The byte array ``buf`` as overlapping words of ``dtype`` (e.g. ``"<u8"``), one
+    starting at every byte: a strided view, no copy (writable when ``buf`` is)."""
+    width = np.dtype(dtype).itemsize
+    return np.ndarray((max(len(buf) - width + 1, 0),), dtype=dtype, buffer=buf, strides=(1,))
+
+
 def _u32_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The little-endian uint32 at each offset of a byte array, as uint64."""
-    out: np.ndarray = data[offsets].astype(np.uint64)
-    out |= data[offsets + 1].astype(np.uint64) << np.uint64(8)
-    out |= data[offsets + 2].astype(np.uint64) << np.uint64(16)
-    out |= data[offsets + 3].astype(np.uint64) << np.uint64(24)
+    out: np.ndarray = unaligned(data, "<u4")[offsets].astype(np.uint64)
     return out
 
 
@@ -430,12 +434,6 @@ def _zero_crc(length: int) -> int:
     return crc32c(bytes(length))
 
 
-def _unaligned(buf: np.ndarray, dtype: str) -> np.ndarray:
-    """``buf`` as overlapping little-endian words, one starting at every byte."""
-    width = np.dtype(dtype).itemsize
-    return np.ndarray((len(buf) - width + 1,), dtype=dtype, buffer=buf, strides=(1,))
-
-
 def _run_ok(
     data: np.ndarray,
     starts: np.ndarray,
@@ -464,15 +462,15 @@ def _run_ok(
         slots[:] = raw.view(np.uint8).reshape(count, 4)
         return crc32c(run.data) == _valid_run_crc(bytes(run[:HEADER_SIZE]), count)
     at = starts + HEADER_SIZE + lengths
-    _unaligned(run, "<u4")[at] = raw
+    unaligned(run, "<u4")[at] = raw
     ref = scratch("ref", size)
     ref[:] = 0
     # The same headers (they are checked), zero data, and the CRC of zeros.
-    _unaligned(ref, "<u8")[starts] = _unaligned(run, "<u8")[starts]
-    _unaligned(ref, "<u4")[starts + 8] = _unaligned(run, "<u4")[starts + 8]
+    unaligned(ref, "<u8")[starts] = unaligned(run, "<u8")[starts]
+    unaligned(ref, "<u4")[starts + 8] = unaligned(run, "<u4")[starts + 8]
     sizes, which = distinct
     zero = np.array([_zero_crc(k) for k in sizes.tolist()], dtype="<u4")
-    _unaligned(ref, "<u4")[at] = zero[which]
+    unaligned(ref, "<u4")[at] = zero[which]
     return crc32c(run.data) == crc32c(ref.data)
 
 
