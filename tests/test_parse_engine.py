@@ -434,6 +434,30 @@ def test_int_lists_of_one_varint_width_equal_the_generic_path(width: int, monkey
         _same(fast, slow)
 
 
+@pytest.mark.parametrize("width", range(1, 11))
+def test_varints_of_every_width_decode_to_their_values_bit_for_bit(width: int) -> None:
+    # Every value bit of every byte position: random values whose varints are
+    # ``width`` bytes, as whole rows of one width and mixed with other widths.
+    rng = random.Random(100 + width)
+    low = 0 if width == 1 else 1 << (7 * (width - 1))
+    high = 1 << min(7 * width, 64)
+    values = [rng.randrange(low, high) for _ in range(7 * 40)]
+    raw = b"".join(varint(v) for v in values)
+    assert len(raw) == 7 * 40 * width
+    block = np.frombuffer(raw, np.uint8).reshape(40, 7 * width)
+    assert _fastparse._uniform_width(block) == width
+    got = _fastparse._uniform_values(block, width).view(np.uint64).tolist()
+    assert got == values
+    mixed = [rng.randrange(0, high) >> rng.randrange(0, 7 * width) for _ in range(200)]
+    joined = b"".join(varint(v) for v in mixed + values)
+    decoded = _fastparse._decode_packed_varints(
+        np.frombuffer(joined, np.uint8), np.array([len(joined)], dtype=np.int64)
+    )
+    assert decoded is not None
+    assert decoded[0].view(np.uint64).tolist() == mixed + values
+    assert decoded[1].tolist() == [len(mixed) + len(values)]
+
+
 def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
     needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
     table = _fastparse.KeyTable(needed)

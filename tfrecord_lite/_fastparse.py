@@ -152,14 +152,14 @@ def _varints(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     Reads may run up to 10 bytes past a position (the buffer is padded); a value
     of 2**63 or more comes back negative, which callers reject as a length.
     """
-    b = data[pos]
+    b = data.take(pos)
     width = np.ones(len(pos), dtype=np.int64)
     if not len(b) or int(b.max()) < 0x80:
         return b.astype(np.int64), width
     value = (b & 0x7F).astype(np.uint64)
     live = np.flatnonzero(b >= 0x80)
     for k in range(1, 10):
-        bk = data[pos[live] + k]
+        bk = data.take(pos[live] + k)
         value[live] |= (bk & 0x7F).astype(np.uint64) << np.uint64(7 * k)
         width[live] += 1
         live = live[bk >= 0x80]
@@ -171,6 +171,30 @@ def _varints(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 #: Per byte j of a little-endian word: the 7 value bits of that byte, moved down by j.
 _GROUPS = [(np.uint64(j), np.uint64(0x7F << (7 * j))) for j in range(8)]
+_SEVENS = np.uint64(0x7F7F7F7F7F7F7F7F)
+#: :func:`_pack7`'s rounds: (the upper half of every lane, how far it moves down).
+_PACK_ROUNDS = [
+    (np.uint64(0x7F007F007F007F00), np.uint64(1)),
+    (np.uint64(0x3FFF00003FFF0000), np.uint64(2)),
+    (np.uint64(0x0FFFFFFF00000000), np.uint64(4)),
+]
+
+
+def _pack7(words: np.ndarray) -> np.ndarray:
+    """The 7-bit groups of little-endian uint64 ``words`` (varints of up to 8 bytes,
+    the bytes after each one zeroed) packed together into their values, in place.
+
+    Three rounds, whatever the width: each joins the upper half of every 16-, then
+    32-, then 64-bit lane to its lower half.
+    """
+    words &= _SEVENS
+    upper = np.empty_like(words)
+    for mask, shift in _PACK_ROUNDS:
+        np.bitwise_and(words, mask, out=upper)
+        words ^= upper
+        upper >>= shift
+        words |= upper
+    return words
 
 
 def _varint_values(raw: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
@@ -182,9 +206,13 @@ def _varint_values(raw: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> n
     padded = np.zeros(len(raw) + 8, dtype=np.uint8)
     padded[: len(raw)] = raw
     w = unaligned(padded, "<u8")[starts] & _MASK[np.minimum(widths, 8)]
-    value = w & _GROUPS[0][1]
-    for shift, mask in _GROUPS[1 : int(widths.max())]:
-        value |= (w >> shift) & mask
+    top = int(widths.max())
+    if top > 3:
+        value = _pack7(w)
+    else:
+        value = w & _GROUPS[0][1]
+        for shift, mask in _GROUPS[1:top]:
+            value |= (w >> shift) & mask
     long_ = np.flatnonzero(widths > 8)
     if len(long_):
         for j in (8, 9):
@@ -252,6 +280,15 @@ def _uniform_width(block: np.ndarray) -> int:
 def _uniform_values(block: np.ndarray, w: int) -> np.ndarray:
     """The varints of ``block`` (every one ``w`` bytes, see :func:`_uniform_width`), as int64."""
     g, length = block.shape
+    if w <= 8:
+        # Every varint as one little-endian word: a view stepping ``w`` bytes.
+        size = g * length
+        padded = np.empty(size + 8, dtype=np.uint8)
+        padded[:size].reshape(g, length)[:] = block
+        padded[size:] = 0
+        words = np.ndarray((size // w,), dtype="<u8", buffer=padded, strides=(w,))
+        packed: np.ndarray = _pack7(words & _MASK[w]).view(np.int64)
+        return packed
     cells = block.reshape(g, length // w, w)
     value = (cells[:, :, 0] & 0x7F).astype(np.uint64)
     for j in range(1, w):
@@ -492,7 +529,7 @@ def _length_field(
     data: np.ndarray, pos: np.ndarray, limit: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A length prefix at ``pos``: (payload start, payload end, fits within ``limit``)."""
-    b = data[pos]
+    b = data.take(pos)
     if not len(b) or int(b.max()) < 0x80:  # one-byte lengths (the common case)
         start = pos + 1
         end = start + b
@@ -545,7 +582,7 @@ def _walk_fields(
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
     while len(act):
-        tag_ok = data[cur] == 0x0A
+        tag_ok = data.take(cur) == 0x0A
         s, e, fits = _length_field(data, cur + 1, lim)
         good = tag_ok & fits
         if not good.all():
@@ -583,7 +620,7 @@ def _float_values(
     """FloatLists: (values per list, all values, list ok). Packed (one chunk) or unpacked."""
     m = len(ls)
     size = le - ls
-    first = data[ls]
+    first = data.take(ls)
     counts = np.zeros(m, dtype=np.int64)
     good = size == 0
     packed = (first == 0x0A) & ~good
@@ -629,7 +666,7 @@ def _int64_values(
     """Int64Lists: (values per list, all values, list ok). Packed (one chunk) or unpacked."""
     m = len(ls)
     size = le - ls
-    first = data[ls]
+    first = data.take(ls)
     empty = size == 0
     packed = (first == 0x0A) & ~empty
     unpacked = (first == 0x08) & ~empty
@@ -716,21 +753,21 @@ def _entries(
 
     ``zero``: the index of a zero byte in ``data`` (an empty Feature's length is read there).
     """
-    tag_ok = (es < ee) & (data[es] == 0x0A)
+    tag_ok = (es < ee) & (data.take(es) == 0x0A)
     ks, ke, fits = _length_field(data, es + 1, ee)
     good = tag_ok & fits & (ke < ee)
     if not good.all():
         ke = np.where(good, ke, es)
-    good &= data[ke] == 0x12
+    good &= data.take(ke) == 0x12
     vs, ve, fits = _length_field(data, ke + 1, ee)
     good &= fits & (ve == ee)
     # The Feature: empty (no kind), or exactly one list field spanning it.
     nonempty = vs < ee
     if nonempty.all():
-        code = _FEATURE_TAG_CODE[data[vs]]
+        code = _FEATURE_TAG_CODE.take(data.take(vs))
         lpos = vs + 1
     else:
-        code = np.where(nonempty, _FEATURE_TAG_CODE[data[vs]], 0).astype(np.int8)
+        code = np.where(nonempty, _FEATURE_TAG_CODE.take(data.take(vs)), 0).astype(np.int8)
         # An empty Feature's length is read from a zero byte (not the next entry).
         lpos = np.where(nonempty, vs + 1, zero)
     ls, le, fits = _length_field(data, lpos, ee)
@@ -772,7 +809,7 @@ def _walk_examples(
         s = starts[idx]
         e = ends[idx]
         ps, pe, fits = _length_field(data, s + 1, e)
-        good = (data[s] == 0x0A) & fits & (pe == e)
+        good = (data.take(s) == 0x0A) & fits & (pe == e)
         ok[idx[~good]] = False
         fs[idx] = ps
     return fs, ends
