@@ -458,6 +458,29 @@ def test_varints_of_every_width_decode_to_their_values_bit_for_bit(width: int) -
     assert decoded[1].tolist() == [len(mixed) + len(values)]
 
 
+@pytest.mark.parametrize("lengths", [9, 30, 64])
+def test_short_bytes_items_of_many_distinct_lengths_equal_the_generic_path(
+    lengths: int, monkeypatch: Any
+) -> None:
+    # Items of up to 64 bytes are cut out a whole length at a time when there are
+    # few distinct lengths for their number (here 3,000 items in 9, 30 or 64 lengths,
+    # the keys in a different order per record, so the entry walk reads them).
+    rng = random.Random(lengths)
+    records = []
+    for i in range(3000):
+        items = [bytes(rng.randrange(256) for _ in range(rng.randrange(lengths)))]
+        entries = [
+            _entry(b"name", "bytes", items, "packed"),
+            _entry(b"id", "int", [i], "packed"),
+        ]
+        rng.shuffle(entries)
+        records.append(ld(1, b"".join(entries)))
+    specs = {"name": tfr.VarLenFeature(tfr.string), "id": tfr.FixedLenFeature([], tfr.int64)}
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
+    _same(fast, slow)
+    assert fast[1]["id"].tolist() == list(range(3000))
+
+
 def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
     needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
     table = _fastparse.KeyTable(needed)

@@ -866,6 +866,15 @@ def _columns(
     return cols
 
 
+#: BytesList items up to this long are cut out a whole length at a time
+#: (:func:`_bytes_objects`) when they have at most :data:`_SHORT_LENGTHS` distinct
+#: lengths, or one per :data:`_ITEMS_PER_LENGTH` items (a length's gather costs
+#: about as much as that many items cut one by one).
+_SHORT_BYTES = 64
+_SHORT_LENGTHS = 8
+_ITEMS_PER_LENGTH = 128
+
+
 def _bytes_objects(
     buf: Buffer, data: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> np.ndarray:
@@ -879,10 +888,10 @@ def _bytes_objects(
     if not n:
         return out
     top = int(length.max())
-    if top <= 64:
+    if top <= _SHORT_BYTES:
         seen = np.bincount(length, minlength=top + 1)
         distinct = np.flatnonzero(seen)
-        if len(distinct) <= 8:
+        if len(distinct) <= max(_SHORT_LENGTHS, n // _ITEMS_PER_LENGTH):
             if len(distinct) == 1:
                 groups = [np.arange(n, dtype=np.int64)]
             else:
