@@ -1,4 +1,5 @@
-"""Inflating ahead in a background thread (``_compress.ReadAhead`` / ``inflate_ahead``).
+"""Inflating ahead in a background thread (``inflate_ahead``; the thread itself is
+``_ahead.ReadAhead``, tested in ``test_ahead.py``).
 
 The threaded path must give the same records, errors and error positions as
 inflating inline, hold a bounded number of chunks, and never leave its thread
@@ -12,10 +13,8 @@ import gc
 import io
 import os
 import pathlib
-import signal
 import threading
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ from tfrecord_lite import _compress
 
 ENV = _compress.ENV_VAR
 BACKENDS = _compress.available_deflate_backends()
-THREAD = "tfrecord_lite-inflate"
+THREAD = _compress.AHEAD_THREAD
 
 
 def inflating_threads() -> list[threading.Thread]:
@@ -71,106 +70,6 @@ def outcome(path: Any, compression: str = "auto", **kw: Any) -> tuple[list[bytes
     except tfr.TFRecordError as err:
         return got, (type(err).__name__, str(err), err.path, err.offset, err.index)
     return got, None
-
-
-# --------------------------------------------------------------------------- ReadAhead itself
-
-
-def test_read_ahead_hands_out_every_chunk_in_order() -> None:
-    chunks = [bytes([i]) * (i + 1) for i in range(50)]
-    ahead = _compress.ReadAhead(iter(chunks), depth=3)
-    assert list(ahead) == chunks
-    assert list(ahead) == []  # ended: stays ended
-    assert no_thread_left()
-
-
-def test_read_ahead_holds_at_most_depth_chunks() -> None:
-    produced = 0
-
-    def source() -> Iterator[bytes]:
-        nonlocal produced
-        while True:
-            produced += 1
-            yield b"x" * 1000
-
-    depth = 3
-    ahead = _compress.ReadAhead(source(), depth=depth)
-    # Wait until the queue is full: the thread is then blocked handing over one more.
-    for _ in range(2000):
-        if ahead._queue.full():
-            break
-        threading.Event().wait(0.005)
-    assert ahead._queue.full()
-    assert produced <= depth + 1
-    assert next(ahead) == b"x" * 1000
-    ahead.close()
-    assert not ahead._thread.is_alive()
-    with pytest.raises(StopIteration):
-        next(ahead)  # closed: ends
-    assert no_thread_left()
-
-
-def test_read_ahead_raises_the_sources_exception_after_its_chunks() -> None:
-    closed = []
-
-    def source() -> Iterator[bytes]:
-        try:
-            yield b"a"
-            yield b"b"
-            raise tfr.CompressionError("damaged here", path="p", offset=7)
-        finally:
-            closed.append(threading.current_thread().name)
-
-    ahead = _compress.ReadAhead(source())
-    assert next(ahead) == b"a"
-    assert next(ahead) == b"b"
-    with pytest.raises(tfr.CompressionError, match="damaged here") as info:
-        next(ahead)
-    assert info.value.path == "p" and info.value.offset == 7
-    assert closed == [THREAD]  # the generator was finished in its own thread
-    assert no_thread_left()
-
-
-def test_read_ahead_forwards_a_keyboard_interrupt_from_the_source() -> None:
-    def source() -> Iterator[bytes]:
-        yield b"a"
-        raise KeyboardInterrupt
-
-    ahead = _compress.ReadAhead(source())
-    assert next(ahead) == b"a"
-    with pytest.raises(KeyboardInterrupt):
-        next(ahead)
-    assert no_thread_left()
-
-
-def test_read_ahead_close_stops_a_blocked_thread_and_closes_the_source() -> None:
-    closed = threading.Event()
-
-    def source() -> Iterator[bytes]:
-        try:
-            while True:
-                yield b"y" * 100
-        finally:
-            closed.set()
-
-    ahead = _compress.ReadAhead(source(), depth=1)
-    assert next(ahead) == b"y" * 100
-    ahead.close()
-    ahead.close()  # idempotent
-    assert closed.is_set()
-    assert no_thread_left()
-
-
-def test_read_ahead_dropped_unread_stops_its_thread() -> None:
-    def source() -> Iterator[bytes]:
-        while True:
-            yield b"z"
-
-    ahead = _compress.ReadAhead(source(), depth=2)
-    thread = ahead._thread
-    del ahead
-    gc.collect()
-    assert not thread.is_alive()
 
 
 # --------------------------------------------------------------------------- the reader
@@ -297,41 +196,6 @@ def test_small_files_and_single_cores_stay_inline(
     chunks = _compress.inflate_ahead(iter([zlib.compress(b"abc")]), "ZLIB", None, None, 10**9)
     assert not isinstance(chunks, _compress.ReadAhead)
     assert list(chunks) == [b"abc"]
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_read_ahead_continued_after_a_fork_says_so() -> None:
-    # A forked child has no copy of the thread: its next() explains instead of hanging.
-    def source() -> Iterator[bytes]:
-        while True:
-            yield b"w" * 10
-
-    ahead = _compress.ReadAhead(source(), depth=1)
-    assert next(ahead) == b"w" * 10
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 1
-        try:
-            signal.alarm(20)
-            for _ in range(3):
-                next(ahead)
-        except RuntimeError as err:
-            code = 0 if "another process" in str(err) else 2
-        except BaseException:
-            code = 3
-        os.write(w, bytes([code]))
-        os._exit(0)
-    os.close(w)
-    try:
-        result = os.read(r, 1)
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
-    assert result == b"\x00"
-    assert next(ahead) == b"w" * 10  # the parent's reader goes on
-    ahead.close()
-    assert no_thread_left()
 
 
 def test_inflating_ahead_is_bounded(monkeypatch: pytest.MonkeyPatch, threaded: None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -762,6 +763,39 @@ def test_errors_in_the_prefetch_thread_reach_the_loop(tmp_path):
     with pytest.raises(KeyError, match="bad record"):
         list(TFRecordDataset(path).take(10).map(boom).prefetch(1))
     assert thread_count_settles(baseline)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_prefetching_iterator_continued_after_a_fork_says_so(tmp_path):
+    # The forked child has no copy of the prefetch thread: once the items already
+    # queued are read, its next() explains instead of waiting forever.
+    paths = make_files(tmp_path, [50])
+    it = iter(TFRecordDataset(paths).prefetch(1))
+    first = next(it)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            signal.alarm(20)
+            for _ in range(50):
+                next(it)
+        except RuntimeError as err:
+            said = str(err)
+            code = 0 if "prefetching iterator" in said and "another process" in said else 2
+        except BaseException:
+            code = 3
+        os.write(w, bytes([code]))
+        os._exit(0)
+    os.close(w)
+    try:
+        result = os.read(r, 1)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert result == b"\x00"
+    rest = list(it)  # the parent's iterator goes on
+    assert [first, *rest] == list(TFRecordDataset(paths))
 
 
 def test_prefetch_zero_is_no_prefetch(tmp_path):

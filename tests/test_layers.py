@@ -31,7 +31,10 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("errors and the version: usable by all", ["_errors", "_version"]),
     ("CRC-32C", ["_crc"]),
     ("sans-I/O record framing, scanning, recovery", ["_framing", "_scan", "_recover"]),
-    ("files: paths, reading, writing, compression", ["_fs", "_paths", "_compress", "_io"]),
+    (
+        "files: paths, reading, writing, compression, reading ahead",
+        ["_fs", "_paths", "_compress", "_io", "_ahead"],
+    ),
     ("feature specs, values, wire format", ["_schema", "_values", "_wire"]),
     ("building Examples", ["_example"]),
     ("parsing and schema inference", ["_parse", "_fastparse", "_infer"]),

@@ -21,7 +21,7 @@ Layers, bottom up; a module imports only from its own row or the rows above it:
 ``_crc``                                    CRC-32C backends and TensorFlow's masked CRC
 ``_framing``, ``_scan``, ``_recover``       sans-I/O record framing, block scanning, recovery
 ``_fs``, ``_paths``, ``_compress``,        files and URLs, globs, shards, GZIP/ZLIB, writer and
-``_io``                                     reader
+``_io``, ``_ahead``                         reader, reading ahead in a thread
 ``_schema``, ``_values``, ``_wire``         feature specs and dtypes, sparse/ragged values
 ``_example``                                building Examples (wire format, protobuf objects)
 ``_parse``, ``_fastparse``, ``_infer``      parsing into NumPy (vectorized), schema inference

@@ -97,21 +97,20 @@ the reader. Closing the reader (or dropping it) stops and joins the thread.
 from __future__ import annotations
 
 import os
-import queue
 import struct
-import sys
-import threading
 import zlib
 from collections import deque
 from collections.abc import Generator, Iterator
 from typing import Any, Callable, Optional, Union
 
+from ._ahead import ReadAhead
 from ._errors import CompressionError
 
 __all__ = [
     "AHEAD_CHUNK",
     "AHEAD_DEPTH",
     "AHEAD_MIN_BYTES",
+    "AHEAD_THREAD",
     "BACKEND_ORDER",
     "ENV_VAR",
     "INFLATE_CHUNK",
@@ -844,6 +843,8 @@ AHEAD_LOCAL = False
 READ_CHUNK = 512 * 1024
 #: The most bytes one chunk inflated ahead holds.
 AHEAD_CHUNK = READ_CHUNK
+#: The name of the thread that inflates a stream ahead.
+AHEAD_THREAD = "tfrecord_lite-inflate"
 
 
 #: Caps the threads compression may use (``1``: none besides the caller's own).
@@ -883,129 +884,6 @@ def ahead_pays(compressed_size: Optional[int], local: bool = False) -> bool:
     return compressed_size is None or compressed_size >= AHEAD_MIN_BYTES
 
 
-class _Failed:
-    """The background thread's exception, queued after the chunks before it."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-_END = _Failed(StopIteration())  # queued when the stream ended normally
-
-
-def _produce(
-    source: Iterator[bytes], q: queue.Queue[Union[bytes, _Failed]], stop: threading.Event
-) -> None:
-    """The background thread of :class:`ReadAhead`: ``source``'s chunks, then its end."""
-    end: _Failed = _END
-    try:
-        for chunk in source:
-            q.put(chunk)
-            if stop.is_set():
-                return
-    except BaseException as err:  # handed to the reader, raised there
-        end = _Failed(err)
-    finally:
-        close = getattr(source, "close", None)
-        try:
-            if close is not None:
-                close()
-        except BaseException as err:  # pragma: no cover - a generator's own cleanup
-            if end is _END:
-                end = _Failed(err)
-    if not stop.is_set():
-        q.put(end)
-
-
-class ReadAhead:
-    """The chunks of an iterator, produced by a background thread ahead of the reader.
-
-    At most ``depth`` chunks wait in the queue; an exception the
-    iterator raises is raised by :meth:`__next__` after the chunks before it.
-    :meth:`close` (also on garbage collection) stops and joins the thread, which
-    closes the iterator in that thread. Iterating goes on in the thread that
-    created the object; the source must not be touched by anyone else meanwhile.
-    """
-
-    def __init__(self, source: Iterator[bytes], depth: int = 1) -> None:
-        self._queue: queue.Queue[Union[bytes, _Failed]] = queue.Queue(max(1, depth))
-        self._stop = threading.Event()
-        self._done = False
-        self._pid = os.getpid()
-        # The thread gets the queue and the event, not ``self``: a reader that is
-        # dropped unclosed is collected, and its __del__ stops the thread.
-        self._thread = threading.Thread(
-            target=_produce,
-            args=(source, self._queue, self._stop),
-            name="tfrecord_lite-inflate",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def __iter__(self) -> ReadAhead:
-        return self
-
-    def __next__(self) -> bytes:
-        if self._done:
-            raise StopIteration
-        get = self._queue.get
-        while True:
-            try:
-                item = get(timeout=1.0)
-                break
-            except queue.Empty:
-                if self._thread.is_alive() or not self._queue.empty():
-                    continue
-                if self._done:  # closed (by another thread) meanwhile
-                    raise StopIteration from None
-                self._done = True
-                if self._pid != os.getpid():  # the child of a fork has no copy of the thread
-                    raise RuntimeError(
-                        "this GZIP/ZLIB reader was started in another process (before a "
-                        "fork): its inflating thread is not in this one; open the file "
-                        "again in this process"
-                    ) from None
-                raise RuntimeError(  # pragma: no cover - _produce always queues its end
-                    "the thread inflating this GZIP/ZLIB stream stopped without a result"
-                ) from None
-        if type(item) is _Failed:
-            self._done = True
-            self._thread.join()
-            if item is _END:
-                raise StopIteration
-            raise item.error
-        return item  # type: ignore[return-value]
-
-    def close(self) -> None:
-        """Stop the thread (it closes the source) and wait for it. Idempotent."""
-        self._done = True
-        self._stop.set()
-        thread = self._thread
-        if thread.ident is None or thread is threading.current_thread() or sys.is_finalizing():
-            return  # at interpreter exit a daemon thread may never run again: no wait
-        q = self._queue
-        while thread.is_alive():
-            try:  # make room: a put the thread is blocked in returns, it sees the stop
-                while True:
-                    q.get_nowait()
-            except queue.Empty:
-                pass
-            thread.join(0.05)
-        try:
-            while True:
-                q.get_nowait()  # drop the chunks nobody will read
-        except queue.Empty:
-            pass
-
-    def __del__(self) -> None:
-        try:  # noqa: SIM105 - contextlib may be gone when this runs at interpreter exit
-            self.close()
-        except Exception:
-            pass
-
-
 def inflate_ahead(
     raw: Iterator[bytes],
     compression: str,
@@ -1021,4 +899,10 @@ def inflate_ahead(
     """
     if not ahead_pays(compressed_size, local):
         return inflate(raw, compression, path, restart, READ_CHUNK)
-    return ReadAhead(inflate(raw, compression, path, restart, AHEAD_CHUNK), AHEAD_DEPTH)
+    return ReadAhead(
+        inflate(raw, compression, path, restart, AHEAD_CHUNK),
+        AHEAD_DEPTH,
+        name=AHEAD_THREAD,
+        what="this GZIP/ZLIB reader",
+        again="open the file again in this process",
+    )

@@ -45,7 +45,6 @@ import itertools
 import json
 import math
 import os
-import queue
 import struct
 import threading
 import warnings
@@ -57,6 +56,7 @@ from typing import Any, Callable, Optional, TypeVar, Union, cast
 import numpy as np
 
 from . import _fs
+from ._ahead import ReadAhead
 from ._index import find_index
 from ._io import READ_BLOCK_SIZE, _read_batches, _reader_compression
 from ._paths import PathOrFile, expand_paths, is_file_object
@@ -85,8 +85,6 @@ Upstream = Callable[[EpochKey], Iterator[Any]]
 #: Smallest read block per file when interleaving many files (TensorFlow reads
 #: 256 KiB per open file; smaller blocks cost more in per-block work than they save).
 _MIN_BLOCK = 256 * 1024
-#: How long a blocked producer thread waits before checking whether it must stop.
-_POLL = 0.05
 #: How long closing an iterator waits for its background thread.
 _JOIN_TIMEOUT = 5.0
 
@@ -1393,80 +1391,24 @@ def _write_cache_file(items: Iterator[Any], path: str) -> Iterator[Any]:
 # --------------------------------------------------------------------------- prefetch
 
 
-_ITEM, _END, _ERROR = 0, 1, 2
-
-
-class _Prefetcher:
-    """A daemon thread running the upstream pipeline into a bounded queue."""
-
-    def __init__(self, make: Callable[[], Iterator[Any]], size: int) -> None:
-        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=size)
-        self._stop = threading.Event()
-        self._finished = False
-        self._thread = threading.Thread(
-            target=self._run, args=(make,), name="tfrecord_lite-prefetch", daemon=True
-        )
-        self._thread.start()
-
-    def _put(self, message: tuple[int, Any]) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(message, timeout=_POLL)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self, make: Callable[[], Iterator[Any]]) -> None:
-        try:
-            it = make()
-            try:
-                for item in it:
-                    if not self._put((_ITEM, item)):
-                        return
-            finally:
-                _close(it)
-            self._put((_END, None))
-        except BaseException as err:
-            self._put((_ERROR, err))
-
-    def __iter__(self) -> _Prefetcher:
-        return self
-
-    def __next__(self) -> Any:
-        if self._finished:
-            raise StopIteration
-        kind, value = self._queue.get()
-        if kind == _ITEM:
-            return value
-        self._finished = True
-        self._thread.join(_JOIN_TIMEOUT)
-        if kind == _ERROR:
-            raise value
-        raise StopIteration
-
-    def close(self) -> None:
-        self._finished = True
-        self._stop.set()
-        while True:  # unblock a producer waiting on a full queue
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
-        if self._thread is not threading.current_thread():
-            self._thread.join(_JOIN_TIMEOUT)
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
+#: The name of a thread that runs a pipeline ahead of its reader.
+PREFETCH_THREAD = "tfrecord_lite-prefetch"
 
 
 def _prefetch(make: Callable[[], Iterator[Any]], size: int) -> Iterator[Any]:
-    fetcher = _Prefetcher(make, size)
+    """``make()``'s items, run in a thread at most ``size`` items ahead of the reader."""
+    ahead: ReadAhead[Any] = ReadAhead(
+        make,
+        size,
+        name=PREFETCH_THREAD,
+        what="this prefetching iterator",
+        again="iterate the dataset again in this process",
+        close_timeout=_JOIN_TIMEOUT,
+    )
     try:
-        yield from fetcher
+        yield from ahead
     finally:
-        fetcher.close()
+        ahead.close()
 
 
 # --------------------------------------------------------------------------- collate
