@@ -87,25 +87,34 @@ def test_a_run_takes_one_crc_call_not_one_per_record(
     records = [bytes([i]) * 300 for i in range(200)]
     buf = encode_records(records)
     _scan._valid_run_crc.cache_clear()
-    _scan.scan(buf)  # the first run of this length also computes its reference CRC
+    _scan._length_crc.cache_clear()
+    crc_calls.clear()
+    # The first run of this length also computes its length's header CRC (8 bytes)
+    # and its reference CRC; both are kept.
+    assert list(_scan.scan(buf).records) == records
+    assert crc_calls[0] == 8 and len(crc_calls) == 4
     crc_calls.clear()
     assert list(_scan.scan(buf).records) == records
-    assert len(crc_calls) == 2  # one length CRC, one CRC over the whole run
+    assert crc_calls == [len(buf)]  # one CRC over the whole run
     crc_calls.clear()
     monkeypatch.setattr(_scan, "RUN_CRC_BELOW", 0)
     assert list(_scan.scan(buf).records) == records
-    assert len(crc_calls) == 201
+    assert crc_calls == [300] * 200  # one per record (the header CRC of 300 is kept)
 
 
 def test_a_run_of_mixed_lengths_takes_two_crc_calls(crc_calls: list[int]) -> None:
     records = [bytes([i]) * (100 + i % 7) for i in range(200)]
     buf = encode_records(records)
-    _scan.scan(buf)  # the zero-filled CRC of each length is computed once
+    _scan._length_crc.cache_clear()
     crc_calls.clear()
     assert list(_scan.scan(buf).records) == records
-    # Seven length CRCs, then the run and the valid run of zero-filled records it is
-    # compared with (both the whole buffer).
-    assert len(crc_calls) == 9 and crc_calls[-2:] == [len(buf), len(buf)]
+    # Seven header CRCs (8 bytes each; kept), the zero-filled CRC of each length
+    # (kept), then the run and the valid run of zero-filled records it is compared
+    # with (both the whole buffer).
+    assert crc_calls[:7] == [8] * 7 and crc_calls[-2:] == [len(buf), len(buf)]
+    crc_calls.clear()
+    assert list(_scan.scan(buf).records) == records
+    assert crc_calls == [len(buf), len(buf)]
 
 
 def test_long_records_and_short_runs_are_checked_one_by_one(crc_calls: list[int]) -> None:

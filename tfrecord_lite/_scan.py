@@ -429,6 +429,12 @@ def scratch(name: str, size: int) -> np.ndarray:
     return buf[:size]
 
 
+@functools.lru_cache(maxsize=4096)
+def _length_crc(length: int) -> int:
+    """The masked CRC a header stores for this record length."""
+    return mask(crc32c(_U64.pack(length)))
+
+
 @functools.lru_cache(maxsize=256)
 def _zero_crc(length: int) -> int:
     return crc32c(bytes(length))
@@ -508,13 +514,13 @@ def scan(
         distinct: Optional[tuple[np.ndarray, np.ndarray]] = None
         if bool(one == ln[-1]) and bool((ln == one).all()):
             # One length (one writer, fixed layout): one header CRC to compute.
-            expected = mask_array(np.array([crc32c(_U64.pack(one))], dtype=np.uint64))
+            expected = np.array([_length_crc(one)], dtype=np.uint64)
         else:
             uniq, inverse = np.unique(ln, return_inverse=True)
             distinct = (uniq, inverse.reshape(-1))
-            expected = mask_array(
-                np.array([crc32c(_U64.pack(u)) for u in uniq.tolist()], dtype=np.uint64)
-            )[distinct[1]]
+            expected = np.array([_length_crc(u) for u in uniq.tolist()], dtype=np.uint64)[
+                distinct[1]
+            ]
         bad = np.flatnonzero(stored_hdr != expected)
         if len(bad):
             bad_at = int(bad[0])
