@@ -748,3 +748,151 @@ def test_the_entry_walk_reuses_heap_memory_instead_of_faulting_it_in_each_time()
     if unsettled["faults"] < 2000:
         pytest.skip(f"this glibc kept its heap anyway ({unsettled['faults']} page faults)")
     assert settled["faults"] * 2 < unsettled["faults"], (settled, unsettled)
+
+
+# --------------------------------------------------------------------------- SequenceExamples
+
+SEQ_CONTEXT = {"id": "int", "score": "float", "name": "bytes", "unread": "int"}
+SEQ_LISTS = {"sensor": "float", "frame": "bytes", "tokens": "int", "other": "float"}
+
+
+def _step(rng: random.Random, kind: str, width: int | None) -> bytes:
+    """One Feature of a feature list: ``width`` values, or (no width) 0-3 values or
+    sometimes an empty Feature()."""
+    if width is None and rng.random() < 0.1:
+        return b""  # an empty Feature()
+    count = width if width is not None else rng.randrange(0, 4)
+    style = rng.choice(["packed", "packed", "unpacked"])
+    return ld(KIND_FIELD[kind], _list(kind, [_value(rng, kind) for _ in range(count)], style))
+
+
+def _sequence_record(rng: random.Random, widths: dict[str, int | None]) -> bytes:
+    entries = []
+    for key, kind in SEQ_CONTEXT.items():
+        roll = rng.random()
+        if roll < 0.1:
+            continue  # missing
+        if roll < 0.15 and key in ("score", "unread"):
+            entries.append(_entry(key.encode(), None, [], "packed"))  # empty Feature()
+            continue
+        entries.append(_entry(key.encode(), kind, [_value(rng, kind)], "packed"))
+    rng.shuffle(entries)
+    lists = []
+    for key, kind in SEQ_LISTS.items():
+        if rng.random() < 0.1:
+            continue
+        steps = b"".join(ld(1, _step(rng, kind, widths[key])) for _ in range(rng.randrange(0, 6)))
+        lists.append(ld(1, ld(1, key.encode()) + ld(2, steps)))
+    rng.shuffle(lists)
+    parts = [ld(1, b"".join(entries)), ld(2, b"".join(lists))]
+    if rng.random() < 0.3:
+        parts.reverse()  # the feature lists first
+    if rng.random() < 0.05:
+        parts = parts[:1]  # no feature lists (or no context)
+    return b"".join(parts)
+
+
+def _sequence_specs(kind_of: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    context = {
+        "id": tfr.FixedLenFeature([], tfr.int64, default_value=-1),
+        "score": tfr.VarLenFeature(tfr.float32),
+        "name": tfr.FixedLenFeature([], tfr.string, default_value=b""),
+    }
+    lists: dict[str, Any] = {
+        "sensor": tfr.FixedLenSequenceFeature([2], tfr.float32, allow_missing=True),
+        "frame": tfr.VarLenFeature(tfr.string),
+        "tokens": tfr.RaggedFeature(tfr.int64),
+    }
+    return context, lists
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("window", [None, 3000])
+def test_sequence_examples_read_fast_equal_the_generic_path(
+    seed: int, window: int | None, monkeypatch: Any
+) -> None:
+    if window is not None:  # a window of records at a time, as for big records
+        monkeypatch.setattr(_fastparse, "WINDOW_BYTES", window)
+    rng = random.Random(seed)
+    widths: dict[str, int | None] = {"sensor": 2, "frame": None, "tokens": None, "other": None}
+    records = [_sequence_record(rng, widths) for _ in range(rng.choice([8, 40, 300]))]
+    context, lists = _sequence_specs(SEQ_CONTEXT)
+    seen = []
+    real = _fastparse.extract_sequences
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(_fastparse, "extract_sequences", spy)
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_sequence_example(records, context, lists))
+    assert fast[0] == slow[0] == "ok", (fast, slow)
+    for x, y in zip(fast[1], slow[1]):
+        _same_parsed(x, y)
+    # The same records with an empty Feature() as one step of the fixed-size list:
+    # an error, worded from the same columns.
+    broken = [*records[:-1], ld(2, ld(1, ld(1, b"sensor") + ld(2, ld(1, b""))))]
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_sequence_example(broken, context, lists))
+    assert fast[0] == "error" and fast == slow
+    # An empty Feature() in the context is present with no values (not missing, as in
+    # an Example): for a FixedLenFeature with a default, an error too.
+    broken = [*records[:-1], ld(1, _entry(b"id", None, [], "packed"))]
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_sequence_example(broken, context, lists))
+    assert fast[0] == "error" and fast == slow
+    # Every record here is one the vectorized path reads (every other call ran with
+    # it off).
+    assert all(found is not None for found in seen[::2])
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "unknown top field",
+        "context twice",
+        "list key twice",
+        "wrong kind in a step",
+        "unpacked then packed",
+        "truncated",
+        "non-ascii unread list key",
+        "malformed step of an unread list",
+    ],
+)
+def test_unusual_sequence_examples_go_the_generic_way(damage: str, monkeypatch: Any) -> None:
+    rng = random.Random(11)
+    widths: dict[str, int | None] = {"sensor": 2, "frame": None, "tokens": None, "other": None}
+    records = [_sequence_record(rng, widths) for _ in range(20)]
+    sensor = ld(1, ld(1, b"sensor") + ld(2, ld(1, ld(2, _list("float", [1.0, 2.0], "packed")))))
+    bad = {
+        "unknown top field": records[5] + b"\x18\x01",
+        "context twice": records[5] + ld(1, _entry(b"id", "int", [7], "packed")),
+        "list key twice": ld(2, sensor + sensor),
+        "wrong kind in a step": ld(
+            2, ld(1, ld(1, b"sensor") + ld(2, ld(1, ld(3, ld(1, b"\x01")))))
+        ),
+        "unpacked then packed": ld(
+            2, ld(1, ld(1, b"tokens") + ld(2, ld(1, ld(3, b"\x08\x05" + ld(1, b"\x06")))))
+        ),
+        "truncated": records[5][:-3],
+        "non-ascii unread list key": ld(2, ld(1, ld(1, "ключ".encode()) + ld(2, b""))),
+        # (found by the fuzz target: protobuf checks every list, read or not)
+        "malformed step of an unread list": ld(
+            2, ld(1, ld(1, b"zz") + ld(2, ld(1, b"\x12\x05\x0a")))
+        ),
+    }[damage]
+    records[5] = bad
+    context, lists = _sequence_specs(SEQ_CONTEXT)
+    seen = []
+    real = _fastparse.extract_sequences
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(_fastparse, "extract_sequences", spy)
+    fast, slow = _both(monkeypatch, lambda: tfr.parse_sequence_example(records, context, lists))
+    if fast[0] == "error" or slow[0] == "error":
+        assert fast == slow
+    else:
+        for x, y in zip(fast[1], slow[1]):
+            _same_parsed(x, y)
+    assert seen[0] is None  # left to the generic path

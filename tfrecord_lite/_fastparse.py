@@ -1,4 +1,4 @@
-"""Vectorized extraction of Example features from a whole batch of records.
+"""Vectorized extraction of Example and SequenceExample features from a batch of records.
 
 Two extractors, both NumPy over the concatenated bytes of the records of a
 chunk, both exact: a record they cannot read with certainty is left to the
@@ -18,6 +18,11 @@ extracted a window of records at a time.
   (record, key slot) table; each feature's values are gathered per kind for all
   entries at once (packed or unpacked numbers, BytesList items), and finally per
   key, in record order, through that table.
+
+SequenceExamples (:func:`extract_sequences`) are walked the same way: the
+context's map entries as an Example's, then the feature lists' entries, then the
+steps (``Feature`` s) of every list at once. A batch with any record this cannot
+read with certainty goes to the generic path whole.
 
 Records either extractor leaves to the generic path: concatenated (merged)
 Examples, a key given twice, unknown fields, a ``Feature`` with two kinds set,
@@ -53,7 +58,15 @@ import numpy as np
 from ._scan import Buffer, RecordSpans, unaligned
 from ._schema import DType, float32, int64, string
 
-__all__ = ["FastColumn", "KeyTable", "enabled", "extract", "merge_columns"]
+__all__ = [
+    "FastColumn",
+    "KeyTable",
+    "SequenceColumns",
+    "enabled",
+    "extract",
+    "extract_sequences",
+    "merge_columns",
+]
 
 #: Below this many records the generic path is as fast.
 MIN_BATCH = 8
@@ -740,19 +753,11 @@ class _Entries(NamedTuple):
     place: np.ndarray
 
 
-def _entries(
-    data: np.ndarray,
-    owner: np.ndarray,
-    es: np.ndarray,
-    ee: np.ndarray,
-    table: KeyTable,
-    ok: np.ndarray,
-    zero: int,
-) -> _Entries:
-    """Read each entry's key (looked up in ``table``) and its Feature's kind and list region.
-
-    ``zero``: the index of a zero byte in ``data`` (an empty Feature's length is read there).
-    """
+def _key_value(
+    data: np.ndarray, es: np.ndarray, ee: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Map entries ``es..ee`` (key: field 1, value: field 2, spanning the rest):
+    (key start, key end, value start, well formed). The value ends at ``ee``."""
     tag_ok = (es < ee) & (data.take(es) == 0x0A)
     ks, ke, fits = _length_field(data, es + 1, ee)
     good = tag_ok & fits & (ke < ee)
@@ -761,6 +766,26 @@ def _entries(
     good &= data.take(ke) == 0x12
     vs, ve, fits = _length_field(data, ke + 1, ee)
     good &= fits & (ve == ee)
+    return ks, ke, vs, good
+
+
+def _entries(
+    data: np.ndarray,
+    owner: np.ndarray,
+    es: np.ndarray,
+    ee: np.ndarray,
+    table: KeyTable,
+    ok: np.ndarray,
+    zero: int,
+    found: Optional[np.ndarray] = None,
+) -> _Entries:
+    """Read each entry's key (looked up in ``table``) and its Feature's kind and list region.
+
+    ``zero``: the index of a zero byte in ``data`` (an empty Feature's length is read there).
+    ``found``: when given (``n * slots`` bools, record-major), set where a record has
+    the key at all, an empty Feature included.
+    """
+    ks, ke, vs, good = _key_value(data, es, ee)
     # The Feature: empty (no kind), or exactly one list field spanning it.
     nonempty = vs < ee
     if nonempty.all():
@@ -782,6 +807,8 @@ def _entries(
         kslots = slots[known]
         flat = owner[known] * ns + kslots
         place[flat] = known
+        if found is not None:
+            found[flat] = True
         # A key read twice in one record (merged Examples): the generic path.
         twice = place[flat] != known
         if twice.any():
@@ -934,6 +961,222 @@ def _walk(
     owner, es, ee = _walk_features(data, fs, fe, ok)
     ent = _entries(data, owner, es, ee, table, ok, zero)
     return ok, _columns(buf, data, ent, ok, table, needed)
+
+
+# --------------------------------------------------------------------------- SequenceExamples
+
+
+class SequenceColumns(NamedTuple):
+    """What :func:`extract_sequences` found.
+
+    ``context``: a column per context key; ``present`` means the record has the key
+    (as TensorFlow's SequenceExample parser counts it: an empty ``Feature`` too).
+    ``lists``: per feature-list key, (has the key, steps per record, a column over
+    every step of every record, record-major).
+    """
+
+    context: dict[str, FastColumn]
+    lists: dict[str, tuple[np.ndarray, np.ndarray, FastColumn]]
+
+
+def _sequence_parts(
+    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The context (field 1) and feature_lists (field 2) regions of each
+    SequenceExample: (context start, end, lists start, end), empty where absent.
+    A record with anything else, or either field twice, is marked in ``ok``."""
+    cs, ce, fs, fe = starts.copy(), starts.copy(), starts.copy(), starts.copy()
+    seen = np.zeros((2, len(starts)), dtype=bool)
+    act = np.flatnonzero(ends > starts)
+    cur, lim = starts[act], ends[act]
+    while len(act):
+        tag = data.take(cur)
+        s, e, fits = _length_field(data, cur + 1, lim)
+        field = np.where(tag == 0x0A, 0, np.where(tag == 0x12, 1, -1))
+        good = fits & (field >= 0)
+        good[good] &= ~seen[field[good], act[good]]
+        ok[act[~good]] = False
+        for f, (rs, re_) in enumerate(((cs, ce), (fs, fe))):
+            mine = good & (field == f)
+            rs[act[mine]] = s[mine]
+            re_[act[mine]] = e[mine]
+            seen[f, act[mine]] = True
+        more = good & (e < lim)
+        act, cur, lim = act[more], e[more], lim[more]
+    return cs, ce, fs, fe
+
+
+def _step_values(
+    buf: Buffer, data: np.ndarray, fs: np.ndarray, fe: np.ndarray, zero: int
+) -> Optional[tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray, Any]], np.ndarray]]:
+    """The Feature messages ``fs..fe`` (steps of feature lists; each empty, or one
+    list of any kind): (kind code per Feature, 0 if empty; per kind code, the counts,
+    value offsets and values (BytesLists: item starts and lengths) of that kind's
+    Features; each Feature's place among its kind). None when any is malformed.
+    """
+    nonempty = fs < fe
+    code = np.where(nonempty, _FEATURE_TAG_CODE.take(data.take(np.where(nonempty, fs, zero))), 0)
+    if (code < 0).any():
+        return None
+    ls, le, fits = _length_field(data, np.where(nonempty, fs + 1, zero), fe)
+    if not (~nonempty | (fits & (le == fe))).all():
+        return None
+    per_code: dict[int, tuple[np.ndarray, np.ndarray, Any]] = {}
+    local = np.zeros(len(fs), dtype=np.int64)
+    for kind in (_BYTES, _FLOAT, _INT64):
+        idx = np.flatnonzero(code == kind)
+        local[idx] = np.arange(len(idx), dtype=np.int64)
+        extra: Any
+        if kind == _BYTES:
+            counts, istart, ilen, good = _bytes_items(data, ls[idx], le[idx])
+            extra = (istart, ilen)
+        elif kind == _FLOAT:
+            counts, extra, good = _float_values(data, ls[idx], le[idx])
+        else:
+            counts, extra, good = _int64_values(data, ls[idx], le[idx])
+        if not good.all():
+            return None
+        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        per_code[kind] = (counts, offsets, extra)
+    return code, per_code, local
+
+
+def extract_sequences(
+    records: Sequence[bytes],
+    context: Mapping[str, DType],
+    lists: Mapping[str, DType],
+    tables: Optional[tuple[KeyTable, KeyTable]] = None,
+) -> Optional[SequenceColumns]:
+    """Context and feature-list columns of a batch of SequenceExamples, or None when
+    any record needs the generic path (anything unusual: it reads or words it).
+
+    ``context`` / ``lists``: the keys read and their dtypes; ``tables``: their
+    compiled :class:`KeyTable` s (built here when not given). The walk is the
+    Example one: the context's map entries by entry index, then the feature
+    lists' entries, then the steps (``Feature`` s) of every list at once.
+    """
+    n = len(records)
+    if n < MIN_BATCH or not enabled():
+        return None
+    ctable, ltable = tables if tables is not None else (KeyTable(context), KeyTable(lists))
+    if not (ctable.usable and ltable.usable):
+        return None
+    lengths = (
+        records.lengths()
+        if isinstance(records, RecordSpans)
+        else np.fromiter(map(len, records), dtype=np.int64, count=n)
+    )
+    if not _heap_settled:
+        _settle_heap()
+    if int(lengths.sum()) <= WINDOW_BYTES:
+        return _sequence_window(records, lengths, context, lists, ctable, ltable)
+    # Big records: a window of records at a time (as :func:`extract`).
+    cuts = _window_cuts(records, lengths)
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = _sequence_window(records[a:b], lengths[a:b], context, lists, ctable, ltable)
+        if part is None:
+            return None
+        parts.append(part)
+    return SequenceColumns(
+        _joined([p.context for p in parts], context),
+        {
+            name: (
+                np.concatenate([p.lists[name][0] for p in parts]),
+                np.concatenate([p.lists[name][1] for p in parts]),
+                _joined([{name: p.lists[name][2]} for p in parts], [name])[name],
+            )
+            for name in lists
+        },
+    )
+
+
+def _sequence_window(
+    records: Sequence[bytes],
+    lengths: np.ndarray,
+    context: Mapping[str, DType],
+    lists: Mapping[str, DType],
+    ctable: KeyTable,
+    ltable: KeyTable,
+) -> Optional[SequenceColumns]:
+    """:func:`extract_sequences` of one window of records."""
+    n = len(records)
+    buf, starts, zero = _contiguous(records, lengths)
+    data = np.frombuffer(buf, dtype=np.uint8)
+    ok = np.ones(n, dtype=bool)
+    cs, ce, fs, fe = _sequence_parts(data, starts, starts + lengths, ok)
+    # The context: an Example's Features.
+    owner, es, ee = _walk_features(data, cs, ce, ok)
+    found = np.zeros(n * len(ctable.names), dtype=bool)
+    ent = _entries(data, owner, es, ee, ctable, ok, zero, found)
+    if not ok.all():
+        return None
+    cols = _columns(buf, data, ent, ok, ctable, context)
+    if not ok.all():
+        return None
+    has = found.reshape(n, len(ctable.names))
+    ctx = {
+        name: cols[name]._replace(present=has[:, slot]) for slot, name in enumerate(ctable.names)
+    }
+    # The feature lists: entries of the same shape, each value a FeatureList.
+    owner, es, ee = _walk_features(data, fs, fe, ok)
+    ks, ke, vs, good = _key_value(data, es, ee)
+    _reject(ok, owner, good)
+    slots, safe = ltable.lookup(data, ks, np.where(good, ke - ks, 0))
+    _reject(ok, owner, safe)
+    ns = len(ltable.names)
+    place = np.full(n * ns, -1, dtype=np.int64)
+    known = np.flatnonzero(slots >= 0)
+    flat = owner[known] * ns + slots[known]
+    place[flat] = known
+    if (place[flat] != known).any():
+        return None  # a key given twice (merged messages)
+    if not ok.all():
+        return None
+    # Every step of every list, read or not (as protobuf checks them all): its
+    # Feature's region, entry by entry; then each kind's values for all steps at once.
+    good = np.ones(len(es), dtype=bool)
+    act = np.flatnonzero(vs < ee)
+    owners, step_starts, step_ends = _walk_fields(data, act, vs[act], ee[act], good)
+    if not good.all():
+        return None
+    if owners:
+        step_owner, step_start, step_end = _owner_major(len(es), owners, step_starts, step_ends)
+    else:
+        step_owner = step_start = step_end = np.zeros(0, dtype=np.int64)
+    steps_of = _step_values(buf, data, step_start, step_end, zero)
+    if steps_of is None:
+        return None
+    code, per_code, local = steps_of
+    per_entry = np.bincount(step_owner, minlength=len(es)).astype(np.int64)
+    first = np.zeros(len(es), dtype=np.int64)
+    np.cumsum(per_entry[:-1], out=first[1:])
+    out: dict[str, tuple[np.ndarray, np.ndarray, FastColumn]] = {}
+    where = place.reshape(n, ns)
+    for slot, name in enumerate(ltable.names):
+        entry = where[:, slot]
+        present = entry >= 0
+        mine = entry[present]  # this key's entries, in record order
+        steps = np.zeros(n, dtype=np.int64)
+        steps[present] = per_entry[mine]
+        idx = _ranges(first[mine], per_entry[mine])  # their steps, in order
+        kind = int(ltable.codes[slot])
+        has = code[idx] != 0
+        if (code[idx][has] != kind).any():
+            return None  # a kind other than the spec's: the generic path words the error
+        kcounts, koffsets, extra = per_code[kind]
+        j = local[idx[has]]
+        counts = np.zeros(len(idx), dtype=np.int64)
+        counts[has] = kcounts[j]
+        items = _ranges(koffsets[j], kcounts[j])
+        if kind == _BYTES:
+            istart, ilen = extra
+            values = _bytes_objects(buf, data, istart[items], ilen[items])
+        else:
+            values = extra[items]
+        out[name] = (present, steps, FastColumn(has, counts, values))
+    return SequenceColumns(ctx, out)
 
 
 # --------------------------------------------------------------------------- equal-length layout
@@ -1174,8 +1417,27 @@ def extract(
         return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined
     # buffer stays small (and is reused by the allocator, not faulted in afresh).
-    # Spans are cut only where one block read ends and the next begins, so a
-    # window of one block is read where it is.
+    cuts = _window_cuts(records, lengths)
+    handled = np.zeros(n, dtype=bool)
+    found: list[dict[str, FastColumn]] = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = _extract_window(records[a:b], lengths[a:b], needed, table)
+        if part is not None:
+            handled[a:b] = part[0]
+            found.append(part[1])
+    if not found:
+        return None
+    return handled, found[0] if len(found) == 1 else _joined(found, needed)
+
+
+def _window_cuts(records: Sequence[bytes], lengths: np.ndarray) -> list[int]:
+    """Where to cut a batch into windows of at most :data:`WINDOW_BYTES` of records
+    (a bigger record is a window of its own): ``[0, ..., len(records)]``.
+
+    Spans are cut only where one block read ends and the next begins, so a window
+    of one block is read where it is.
+    """
+    n = len(records)
     ends = np.cumsum(lengths)
     at = records.part_ends() if isinstance(records, RecordSpans) else None
     cuts = [0]
@@ -1187,16 +1449,7 @@ def extract(
             # (A block bigger than a window is a window of its own.)
             cut = snapped if snapped > cuts[-1] else int(at[np.searchsorted(at, cuts[-1], "right")])
         cuts.append(min(n, max(cut, cuts[-1] + 1)))
-    handled = np.zeros(n, dtype=bool)
-    found: list[dict[str, FastColumn]] = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        part = _extract_window(records[a:b], lengths[a:b], needed, table)
-        if part is not None:
-            handled[a:b] = part[0]
-            found.append(part[1])
-    if not found:
-        return None
-    return handled, found[0] if len(found) == 1 else _joined(found, needed)
+    return cuts
 
 
 def _extract_window(

@@ -55,6 +55,7 @@ Differences from TensorFlow, on purpose:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
@@ -1048,6 +1049,25 @@ def _sequence_assemble(
     )
 
 
+def _value_key(key: str, spec: FeatureSpec) -> str:
+    """The record key a sequence feature reads (a RaggedFeature may name another)."""
+    return spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
+
+
+@functools.lru_cache(maxsize=32)
+def _sequence_key_tables(
+    context: tuple[tuple[str, DType], ...], lists: tuple[tuple[str, DType], ...]
+) -> tuple[_fastparse.KeyTable, _fastparse.KeyTable]:
+    return _fastparse.KeyTable(dict(context)), _fastparse.KeyTable(dict(lists))
+
+
+def _sequence_tables(
+    context: Mapping[str, DType], lists: Mapping[str, DType]
+) -> tuple[_fastparse.KeyTable, _fastparse.KeyTable]:
+    """The key tables of a SequenceExample parse, compiled once per set of keys."""
+    return _sequence_key_tables(tuple(context.items()), tuple(lists.items()))
+
+
 def _parse_sequences(
     records: Sequence[bytes],
     context_features: Optional[Mapping[str, FeatureSpec]],
@@ -1062,28 +1082,46 @@ def _parse_sequences(
             raise ValueError(
                 f"context feature {key!r}: FixedLenSequenceFeature belongs in sequence_features"
             )
-    examples = _decode(records, where, example_pb2.SequenceExample)
-    cmaps = [ex.context.feature for ex in examples]
-    cwhere = _Where(where.names, where.batch, _sparse_keys(cspecs), section="context")
-    ccols = extract_columns(cmaps, _keys_needed(cspecs), cwhere)
-    # TensorFlow's SequenceExample parser counts an empty Feature() in the context as
-    # present with no values (its Example parser counts it as missing).
-    ccols = {
-        k: c._replace(present=np.array([k in m for m in cmaps], dtype=bool))
-        for k, c in ccols.items()
-    }
-    context = assemble(cspecs, ccols, cwhere, batch)
-    lists = [ex.feature_lists.feature_list for ex in examples]
-    seq: dict[str, ParsedValue] = {}
-    lengths: dict[str, np.ndarray] = {}
     for key, spec in sspecs.items():
         if isinstance(spec, (FixedLenFeature, SparseFeature)):
             raise ValueError(
                 f"sequence feature {key!r}: use FixedLenSequenceFeature, VarLenFeature or "
                 f"RaggedFeature, not {type(spec).__name__}"
             )
-        value_key = spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
-        present, steps, col = _sequence_column(lists, value_key, spec.dtype, where)
+    cneeded = _keys_needed(cspecs)
+    cwhere = _Where(where.names, where.batch, _sparse_keys(cspecs), section="context")
+    value_keys = {key: _value_key(key, spec) for key, spec in sspecs.items()}
+    lneeded = {value_keys[key]: spec.dtype for key, spec in sspecs.items()}
+    fast = None
+    if len(lneeded) == len({(value_keys[k], s.dtype) for k, s in sspecs.items()}):
+        fast = _fastparse.extract_sequences(
+            records, cneeded, lneeded, _sequence_tables(cneeded, lneeded)
+        )
+    if fast is not None:
+        ccols: dict[str, Column] = dict(fast.context)
+        columns = {key: fast.lists[value_keys[key]] for key in sspecs}
+    else:
+        examples = _decode(records, where, example_pb2.SequenceExample)
+        cmaps = [ex.context.feature for ex in examples]
+        ccols = extract_columns(cmaps, cneeded, cwhere)
+        # TensorFlow's SequenceExample parser counts an empty Feature() in the context
+        # as present with no values (its Example parser counts it as missing).
+        ccols = {
+            k: c._replace(present=np.array([k in m for m in cmaps], dtype=bool))
+            for k, c in ccols.items()
+        }
+        lists = [ex.feature_lists.feature_list for ex in examples]
+        # Every kind is checked before any count, as TensorFlow does (its first pass
+        # over the records checks kinds; shapes are checked as the outputs are built).
+        columns = {
+            key: _sequence_column(lists, value_keys[key], spec.dtype, where)
+            for key, spec in sspecs.items()
+        }
+    context = assemble(cspecs, ccols, cwhere, batch)
+    seq: dict[str, ParsedValue] = {}
+    lengths: dict[str, np.ndarray] = {}
+    for key, spec in sspecs.items():
+        present, steps, col = columns[key]
         value, length = _sequence_assemble(key, spec, present, steps, col, where, batch)
         seq[key] = value
         if length is not None:

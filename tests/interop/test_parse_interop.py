@@ -737,7 +737,7 @@ def sequence_case(
         else:
             tf_s[key] = tf.io.RaggedFeature(TF_DT[kind], value_key=vkey)
             our_s[key] = tfr.RaggedFeature(OUR_DT[kind], value_key=vkey)
-    n = rng.choice([1, 1, 2, 3, 5])
+    n = rng.choice([1, 1, 2, 3, 5, 8, 20])  # 8 and more: the vectorized path too
     recs: list[tuple[Record, dict[str, list[Any]]]] = []
     for _ in range(n):
         ctx: Record = {}
