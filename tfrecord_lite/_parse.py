@@ -829,35 +829,57 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             else:
                 widths[key] = [int(counts[a:b].max(initial=0)) for a, b in spans]
     rest_keys = list(_keys_needed(rest))  # the record keys the other specs read
+    # Per VarLen spec, once for the chunk: its indices with each row counted from its
+    # batch's first record, and every batch's dense shape; each batch gets slices.
+    sizes = bounds[1:] - bounds[:-1]
+    local: dict[str, np.ndarray] = {}
+    shapes: dict[str, np.ndarray] = {}
+    dims: dict[str, tuple[int, ...]] = {}
+    for key in sliced:
+        spec = plan.specs[key]
+        if isinstance(spec, FixedLenFeature):
+            dims[key] = tuple(spec.shape)
+        elif isinstance(spec, VarLenFeature):
+            indices = sliced[key]
+            if len(indices):
+                indices = indices.copy()
+                indices[:, 0] -= np.repeat(bounds[:-1], sizes)[indices[:, 0]]
+            local[key] = indices
+            shape = np.zeros((len(batches), 2), dtype=np.int64)
+            shape[:, 0] = sizes
+            if key in widths:
+                shape[:, 1] = np.where(sizes > 0, widths[key], 0)
+            shapes[key] = shape
     for i, (start, stop) in enumerate(spans):
-        part = {
-            key: Column(
-                cols[key].present[start:stop],
-                cols[key].counts[start:stop],
-                cols[key].values[at[key][i] : at[key][i + 1]],
-            )
-            for key in rest_keys
-        }
-        where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
-        built = assemble(rest, part, where, True)
+        built: dict[str, ParsedValue] = {}
+        if rest:
+            part = {
+                key: Column(
+                    cols[key].present[start:stop],
+                    cols[key].counts[start:stop],
+                    cols[key].values[at[key][i] : at[key][i + 1]],
+                )
+                for key in rest_keys
+            }
+            where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
+            built = assemble(rest, part, where, True)
         out: dict[str, ParsedValue] = {}
         for key, spec in plan.specs.items():
             if key not in sliced:
                 out[key] = built[key]
-            elif isinstance(spec, VarLenFeature):
-                a, b = at[key][i], at[key][i + 1]
-                n = stop - start
-                out[key] = SparseValue(
-                    sliced[key][a:b] - np.array([start, 0], dtype=np.int64)
+                continue
+            a, b = at[key][i], at[key][i + 1]
+            values = cols[key].values
+            if key in local:
+                out[key] = (
+                    SparseValue(local[key][a:b], values[a:b], shapes[key][i])
                     if b > a
-                    else np.zeros((0, 2), dtype=np.int64),
-                    cols[key].values[a:b] if b > a else _empty(spec.dtype),
-                    np.array([n, widths[key][i] if n else 0], dtype=np.int64),
+                    else SparseValue(
+                        np.zeros((0, 2), dtype=np.int64), _empty(spec.dtype), shapes[key][i]
+                    )
                 )
             else:
-                shape = tuple(spec.shape)  # type: ignore[union-attr]
-                values = cols[key].values[at[key][i] : at[key][i + 1]]
-                out[key] = values.reshape((stop - start, *shape))
+                out[key] = values[a:b].reshape((stop - start, *dims[key]))
         yield out
 
 
