@@ -475,14 +475,23 @@ def _fixed_len(key: str, spec: FixedLenFeature, col: Column, where: _Where) -> n
 
 
 def _var_len(spec: VarLenFeature, col: Column) -> SparseValue:
-    n = len(col.counts)
-    starts = _row_starts(col.counts)
-    total = int(starts[-1])
-    rows = np.repeat(np.arange(n, dtype=np.int64), col.counts)
-    pos = np.arange(total, dtype=np.int64) - np.repeat(starts[:-1], col.counts)
-    width = int(col.counts.max()) if n else 0
+    counts = col.counts
+    n = len(counts)
+    width = int(counts.max()) if n else 0
+    if width <= 1:
+        # At most one value a record (a scalar that may be missing): rows, position 0.
+        rows = np.flatnonzero(counts)
+        total = len(rows)
+        indices = np.zeros((total, 2), dtype=np.int64)
+        indices[:, 0] = rows
+    else:
+        starts = _row_starts(counts)
+        total = int(starts[-1])
+        indices = np.empty((total, 2), dtype=np.int64)
+        indices[:, 0] = np.repeat(np.arange(n, dtype=np.int64), counts)
+        indices[:, 1] = np.arange(total, dtype=np.int64) - np.repeat(starts[:-1], counts)
     return SparseValue(
-        np.stack([rows, pos], axis=1) if total else np.zeros((0, 2), dtype=np.int64),
+        indices,
         col.values if total else _empty(spec.dtype),
         np.array([n, width], dtype=np.int64),
     )
@@ -840,9 +849,8 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
         if isinstance(spec, FixedLenFeature):
             dims[key] = tuple(spec.shape)
         elif isinstance(spec, VarLenFeature):
-            indices = sliced[key]
+            indices = sliced[key]  # (a new array: made batch-local in place)
             if len(indices):
-                indices = indices.copy()
                 indices[:, 0] -= np.repeat(bounds[:-1], sizes)[indices[:, 0]]
             local[key] = indices
             shape = np.zeros((len(batches), 2), dtype=np.int64)
