@@ -7,6 +7,8 @@ each other; :func:`outcome` runs a call and gives its result or the documented e
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any, Callable
 
 import numpy as np
@@ -81,3 +83,26 @@ def outcome(fn: Callable[[], Any], allowed: tuple[type[BaseException], ...] = AL
         return ("ok", canon(fn()))
     except allowed as err:
         return ("error", type(err).__name__)
+
+
+def run_in_fork(body: Callable[[], int], timeout: int = 20) -> int:
+    """Run ``body`` in a forked child and return what it returned (0-255): 255 if it
+    raised, -1 if the child died without saying (killed after ``timeout`` s)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 255
+        try:
+            signal.alarm(timeout)
+            code = body()
+        except BaseException:
+            code = 255
+        os.write(w, bytes([code]))
+        os._exit(0)
+    os.close(w)
+    try:
+        said = os.read(r, 1)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    return said[0] if said else -1

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+from _helpers import run_in_fork
 
 import tfrecord_lite as tfr
 from tfrecord_lite._ahead import ReadAhead
@@ -139,28 +139,17 @@ def test_read_ahead_continued_after_a_fork_says_so() -> None:
 
     ahead = ReadAhead(source(), depth=1, name=THREAD, what="this test reader", again="redo it")
     assert next(ahead) == b"w" * 10
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 1
+
+    def child() -> int:
         try:
-            signal.alarm(20)
             for _ in range(3):
                 next(ahead)
         except RuntimeError as err:
             said = str(err)
-            code = 0 if "this test reader" in said and said.endswith("; redo it") else 2
-        except BaseException:
-            code = 3
-        os.write(w, bytes([code]))
-        os._exit(0)
-    os.close(w)
-    try:
-        result = os.read(r, 1)
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
-    assert result == b"\x00"
+            return 0 if "this test reader" in said and said.endswith("; redo it") else 2
+        return 1
+
+    assert run_in_fork(child) == 0
     assert next(ahead) == b"w" * 10  # the parent's reader goes on
     ahead.close()
     assert no_thread_left()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _helpers import run_in_fork
 
 import tfrecord_lite as tfr
 from tfrecord_lite import _dataset
@@ -772,28 +772,17 @@ def test_a_prefetching_iterator_continued_after_a_fork_says_so(tmp_path):
     paths = make_files(tmp_path, [50])
     it = iter(TFRecordDataset(paths).prefetch(1))
     first = next(it)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 1
+
+    def child() -> int:
         try:
-            signal.alarm(20)
             for _ in range(50):
                 next(it)
         except RuntimeError as err:
             said = str(err)
-            code = 0 if "prefetching iterator" in said and "another process" in said else 2
-        except BaseException:
-            code = 3
-        os.write(w, bytes([code]))
-        os._exit(0)
-    os.close(w)
-    try:
-        result = os.read(r, 1)
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
-    assert result == b"\x00"
+            return 0 if "prefetching iterator" in said and "another process" in said else 2
+        return 1
+
+    assert run_in_fork(child) == 0
     rest = list(it)  # the parent's iterator goes on
     assert [first, *rest] == list(TFRecordDataset(paths))
 

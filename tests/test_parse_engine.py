@@ -466,15 +466,13 @@ def test_short_bytes_items_of_many_distinct_lengths_equal_the_generic_path(
     # few distinct lengths for their number (here 3,000 items in 9, 30 or 64 lengths,
     # the keys in a different order per record, so the entry walk reads them).
     rng = random.Random(lengths)
-    records = []
-    for i in range(3000):
-        items = [bytes(rng.randrange(256) for _ in range(rng.randrange(lengths)))]
-        entries = [
-            _entry(b"name", "bytes", items, "packed"),
-            _entry(b"id", "int", [i], "packed"),
-        ]
-        rng.shuffle(entries)
-        records.append(ld(1, b"".join(entries)))
+
+    def record(i: int) -> bytes:
+        name = _entry(b"name", "bytes", [rng.randbytes(rng.randrange(lengths))], "packed")
+        key_id = _entry(b"id", "int", [i], "packed")
+        return ld(1, name + key_id if rng.random() < 0.5 else key_id + name)
+
+    records = [record(i) for i in range(3000)]
     specs = {"name": tfr.VarLenFeature(tfr.string), "id": tfr.FixedLenFeature([], tfr.int64)}
     fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
     _same(fast, slow)
@@ -806,6 +804,20 @@ def _sequence_specs(kind_of: dict[str, str]) -> tuple[dict[str, Any], dict[str, 
     return context, lists
 
 
+def _watch_sequences(monkeypatch: Any) -> list[Any]:
+    """What each call of ``extract_sequences`` returns from now on (None: the batch
+    went the generic way), in a list."""
+    seen: list[Any] = []
+    real = _fastparse.extract_sequences
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(_fastparse, "extract_sequences", spy)
+    return seen
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("window", [None, 3000])
 def test_sequence_examples_read_fast_equal_the_generic_path(
@@ -817,14 +829,7 @@ def test_sequence_examples_read_fast_equal_the_generic_path(
     widths: dict[str, int | None] = {"sensor": 2, "frame": None, "tokens": None, "other": None}
     records = [_sequence_record(rng, widths) for _ in range(rng.choice([8, 40, 300]))]
     context, lists = _sequence_specs(SEQ_CONTEXT)
-    seen = []
-    real = _fastparse.extract_sequences
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(real(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(_fastparse, "extract_sequences", spy)
+    seen = _watch_sequences(monkeypatch)
     fast, slow = _both(monkeypatch, lambda: tfr.parse_sequence_example(records, context, lists))
     assert fast[0] == slow[0] == "ok", (fast, slow)
     for x, y in zip(fast[1], slow[1]):
@@ -881,14 +886,7 @@ def test_unusual_sequence_examples_go_the_generic_way(damage: str, monkeypatch: 
     }[damage]
     records[5] = bad
     context, lists = _sequence_specs(SEQ_CONTEXT)
-    seen = []
-    real = _fastparse.extract_sequences
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(real(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(_fastparse, "extract_sequences", spy)
+    seen = _watch_sequences(monkeypatch)
     fast, slow = _both(monkeypatch, lambda: tfr.parse_sequence_example(records, context, lists))
     if fast[0] == "error" or slow[0] == "error":
         assert fast == slow
