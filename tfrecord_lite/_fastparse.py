@@ -842,6 +842,55 @@ def _walk_examples(
     return fs, ends
 
 
+class _KindValues(NamedTuple):
+    """The lists of one kind (in item order): values per list, where each list's
+    values start, and the values (BytesLists: (item starts, item lengths))."""
+
+    counts: np.ndarray
+    offsets: np.ndarray
+    values: Any
+
+
+def _values_by_kind(
+    data: np.ndarray, code: np.ndarray, ls: np.ndarray, le: np.ndarray
+) -> tuple[dict[int, _KindValues], np.ndarray, np.ndarray]:
+    """Decode the lists ``ls..le`` of every item (``code``: its kind, 0 for none), each
+    kind at once: (per kind, each item's place among its kind, items well formed)."""
+    per_kind: dict[int, _KindValues] = {}
+    local = np.zeros(len(code), dtype=np.int64)
+    good_items = np.ones(len(code), dtype=bool)
+    for kind in (_BYTES, _FLOAT, _INT64):
+        idx = np.flatnonzero(code == kind)
+        local[idx] = np.arange(len(idx), dtype=np.int64)
+        values: Any
+        if kind == _BYTES:
+            counts, istart, ilen, good = _bytes_items(data, ls[idx], le[idx])
+            values = (istart, ilen)
+        elif kind == _FLOAT:
+            counts, values, good = _float_values(data, ls[idx], le[idx])
+        else:
+            counts, values, good = _int64_values(data, ls[idx], le[idx])
+        if not good.all():
+            good_items[idx[~good]] = False
+        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        per_kind[kind] = _KindValues(counts, offsets, values)
+    return per_kind, local, good_items
+
+
+def _gather_kind(
+    buf: Buffer, data: np.ndarray, lists: _KindValues, kind: int, j: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(values per list, all values) of the lists at places ``j`` of one kind, in order."""
+    counts = lists.counts[j]
+    items = _ranges(lists.offsets[j], counts)
+    if kind == _BYTES:
+        istart, ilen = lists.values
+        return counts, _bytes_objects(buf, data, istart[items], ilen[items])
+    values: np.ndarray = lists.values[items]
+    return counts, values
+
+
 def _columns(
     buf: Buffer,
     data: np.ndarray,
@@ -851,24 +900,8 @@ def _columns(
     needed: Mapping[str, DType],
 ) -> dict[str, FastColumn]:
     """Values of every entry (validated, read or not), then one column per needed key."""
-    per_code: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, Any]] = {}
-    for code in (_BYTES, _FLOAT, _INT64):
-        idx = np.flatnonzero(ent.code == code)
-        if code == _BYTES:
-            counts, istart, ilen, good = _bytes_items(data, ent.ls[idx], ent.le[idx])
-            extra: Any = (istart, ilen)
-        elif code == _FLOAT:
-            counts, extra, good = _float_values(data, ent.ls[idx], ent.le[idx])
-        else:
-            counts, extra, good = _int64_values(data, ent.ls[idx], ent.le[idx])
-        if not good.all():
-            ok[ent.owner[idx[~good]]] = False
-        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        per_code[code] = (idx, counts, offsets, extra)
-    local = np.zeros(len(ent.owner), dtype=np.int64)  # entry -> position among its kind
-    for idx, *_ in per_code.values():
-        local[idx] = np.arange(len(idx), dtype=np.int64)
+    per_kind, local, good = _values_by_kind(data, ent.code, ent.ls, ent.le)
+    _reject(ok, ent.owner, good)
     # Per handled record and slot: the entry giving the key a kind, or -1.
     place = ent.place.reshape(len(ok), len(table.names))
     if not ok.all():
@@ -878,17 +911,10 @@ def _columns(
     for slot, name in enumerate(table.names):
         entry = place[:, slot]
         present = entry >= 0
-        mine = entry[present]
-        _, kcounts, koffsets, extra = per_code[int(table.codes[slot])]
-        j = local[mine]
+        kind = int(table.codes[slot])
+        found, values = _gather_kind(buf, data, per_kind[kind], kind, local[entry[present]])
         counts = np.zeros(m, dtype=np.int64)
-        counts[present] = kcounts[j]
-        items = _ranges(koffsets[j], kcounts[j])
-        if table.codes[slot] == _BYTES:
-            istart, ilen = extra
-            values = _bytes_objects(buf, data, istart[items], ilen[items])
-        else:
-            values = extra[items]
+        counts[present] = found
         cols[name] = FastColumn(present, counts, values)
     return cols
 
@@ -1007,12 +1033,11 @@ def _sequence_parts(
 
 
 def _step_values(
-    buf: Buffer, data: np.ndarray, fs: np.ndarray, fe: np.ndarray, zero: int
-) -> Optional[tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray, Any]], np.ndarray]]:
+    data: np.ndarray, fs: np.ndarray, fe: np.ndarray, zero: int
+) -> Optional[tuple[np.ndarray, dict[int, _KindValues], np.ndarray]]:
     """The Feature messages ``fs..fe`` (steps of feature lists; each empty, or one
-    list of any kind): (kind code per Feature, 0 if empty; per kind code, the counts,
-    value offsets and values (BytesLists: item starts and lengths) of that kind's
-    Features; each Feature's place among its kind). None when any is malformed.
+    list of any kind): (kind code per Feature, 0 if empty; :func:`_values_by_kind`'s
+    lists per kind and places). None when any is malformed.
     """
     nonempty = fs < fe
     code = np.where(nonempty, _FEATURE_TAG_CODE.take(data.take(np.where(nonempty, fs, zero))), 0)
@@ -1021,25 +1046,10 @@ def _step_values(
     ls, le, fits = _length_field(data, np.where(nonempty, fs + 1, zero), fe)
     if not (~nonempty | (fits & (le == fe))).all():
         return None
-    per_code: dict[int, tuple[np.ndarray, np.ndarray, Any]] = {}
-    local = np.zeros(len(fs), dtype=np.int64)
-    for kind in (_BYTES, _FLOAT, _INT64):
-        idx = np.flatnonzero(code == kind)
-        local[idx] = np.arange(len(idx), dtype=np.int64)
-        extra: Any
-        if kind == _BYTES:
-            counts, istart, ilen, good = _bytes_items(data, ls[idx], le[idx])
-            extra = (istart, ilen)
-        elif kind == _FLOAT:
-            counts, extra, good = _float_values(data, ls[idx], le[idx])
-        else:
-            counts, extra, good = _int64_values(data, ls[idx], le[idx])
-        if not good.all():
-            return None
-        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        per_code[kind] = (counts, offsets, extra)
-    return code, per_code, local
+    per_kind, local, good = _values_by_kind(data, code, ls, le)
+    if not good.all():
+        return None
+    return code, per_kind, local
 
 
 def extract_sequences(
@@ -1145,10 +1155,10 @@ def _sequence_window(
         step_owner, step_start, step_end = _owner_major(len(es), owners, step_starts, step_ends)
     else:
         step_owner = step_start = step_end = np.zeros(0, dtype=np.int64)
-    steps_of = _step_values(buf, data, step_start, step_end, zero)
+    steps_of = _step_values(data, step_start, step_end, zero)
     if steps_of is None:
         return None
-    code, per_code, local = steps_of
+    code, per_kind, local = steps_of
     per_entry = np.bincount(step_owner, minlength=len(es)).astype(np.int64)
     first = np.zeros(len(es), dtype=np.int64)
     np.cumsum(per_entry[:-1], out=first[1:])
@@ -1165,16 +1175,9 @@ def _sequence_window(
         has = code[idx] != 0
         if (code[idx][has] != kind).any():
             return None  # a kind other than the spec's: the generic path words the error
-        kcounts, koffsets, extra = per_code[kind]
-        j = local[idx[has]]
+        found, values = _gather_kind(buf, data, per_kind[kind], kind, local[idx[has]])
         counts = np.zeros(len(idx), dtype=np.int64)
-        counts[has] = kcounts[j]
-        items = _ranges(koffsets[j], kcounts[j])
-        if kind == _BYTES:
-            istart, ilen = extra
-            values = _bytes_objects(buf, data, istart[items], ilen[items])
-        else:
-            values = extra[items]
+        counts[has] = found
         out[name] = (present, steps, FastColumn(has, counts, values))
     return SequenceColumns(ctx, out)
 
