@@ -46,6 +46,7 @@ from ._errors import (
     TFRecordError,
     TruncatedRecordError,
 )
+from ._scan import _length_crc
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._framing import RecordDecoder
@@ -77,7 +78,6 @@ MAX_RESYNC_LENGTH = 2**40
 _WINDOW = 1 << 16
 #: Block size of :func:`find_next_record_in_file`.
 BLOCK_SIZE = 1 << 20
-_U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 _OFFSETS = np.arange(HEADER_SIZE, dtype=np.int64)
 
@@ -274,7 +274,6 @@ def next_header(
     last = n - HEADER_SIZE  # the last position a whole header fits at
     pos = max(int(start), 0)
     cap = MAX_RESYNC_LENGTH - 1 if max_length is None else min(max_length, MAX_RESYNC_LENGTH - 1)
-    cache: dict[int, int] = {}
     while pos <= last:
         stop = min(last + 1, pos + _WINDOW)
         zero = a[pos + 5 : stop + 7] == 0
@@ -289,12 +288,7 @@ def next_header(
                 uniq, inverse = lengths[:1], np.zeros(len(lengths), dtype=np.int64)
             else:
                 uniq, inverse = np.unique(lengths, return_inverse=True)
-            crcs = []
-            for u in uniq.tolist():
-                c = cache.get(u)
-                if c is None:
-                    c = cache[u] = mask(_crc32c(_U64.pack(u)))
-                crcs.append(c)
+            crcs = [_length_crc(u) for u in uniq.tolist()]
             ok = stored == np.asarray(crcs, dtype=np.int64)[inverse.reshape(-1)]
             ok &= lengths <= np.uint64(cap)
             if stream_size is not None:
