@@ -769,6 +769,36 @@ def _key_value(
     return ks, ke, vs, good
 
 
+def _place_keys(
+    data: np.ndarray,
+    owner: np.ndarray,
+    ks: np.ndarray,
+    ke: np.ndarray,
+    good: np.ndarray,
+    table: KeyTable,
+    ok: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Look up the keys ``ks..ke`` of map entries (owned by records ``owner``) in
+    ``table``: (slot per entry, -1 if not read; per record and slot, record-major,
+    the entry giving it, else -1; the entries with a slot; their places).
+
+    Records with an entry not ``good``, an unread key that is not ASCII, or a key
+    given twice (merged messages) are marked in ``ok``: the generic path reads them.
+    """
+    _reject(ok, owner, good)
+    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0))
+    _reject(ok, owner, safe)
+    ns = len(table.names)
+    place = np.full(len(ok) * ns, -1, dtype=np.int64)
+    known = np.flatnonzero(slots >= 0)
+    flat = owner[known] * ns + slots[known]
+    place[flat] = known
+    twice = place[flat] != known
+    if twice.any():
+        ok[owner[known[twice]]] = False
+    return slots, place, known, flat
+
+
 def _entries(
     data: np.ndarray,
     owner: np.ndarray,
@@ -797,22 +827,11 @@ def _entries(
         lpos = np.where(nonempty, vs + 1, zero)
     ls, le, fits = _length_field(data, lpos, ee)
     good &= ~nonempty | ((code > 0) & fits & (le == ee))
-    _reject(ok, owner, good)
-    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0))
-    _reject(ok, owner, safe)
-    ns = len(table.names)
-    place = np.full(len(ok) * ns, -1, dtype=np.int64)
-    known = np.flatnonzero(slots >= 0)
+    slots, place, known, flat = _place_keys(data, owner, ks, ke, good, table, ok)
     if len(known):
         kslots = slots[known]
-        flat = owner[known] * ns + kslots
-        place[flat] = known
         if found is not None:
             found[flat] = True
-        # A key read twice in one record (merged Examples): the generic path.
-        twice = place[flat] != known
-        if twice.any():
-            ok[owner[known[twice]]] = False
         # A kind other than the spec's: the generic path words the error.
         kcode = code[known]
         wrong = (kcode != 0) & (kcode != table.codes[kslots])
@@ -1132,16 +1151,7 @@ def _sequence_window(
     # The feature lists: entries of the same shape, each value a FeatureList.
     owner, es, ee = _walk_features(data, fs, fe, ok)
     ks, ke, vs, good = _key_value(data, es, ee)
-    _reject(ok, owner, good)
-    slots, safe = ltable.lookup(data, ks, np.where(good, ke - ks, 0))
-    _reject(ok, owner, safe)
-    ns = len(ltable.names)
-    place = np.full(n * ns, -1, dtype=np.int64)
-    known = np.flatnonzero(slots >= 0)
-    flat = owner[known] * ns + slots[known]
-    place[flat] = known
-    if (place[flat] != known).any():
-        return None  # a key given twice (merged messages)
+    _, place, _, _ = _place_keys(data, owner, ks, ke, good, ltable, ok)
     if not ok.all():
         return None
     # Every step of every list, read or not (as protobuf checks them all): its
@@ -1163,7 +1173,7 @@ def _sequence_window(
     first = np.zeros(len(es), dtype=np.int64)
     np.cumsum(per_entry[:-1], out=first[1:])
     out: dict[str, tuple[np.ndarray, np.ndarray, FastColumn]] = {}
-    where = place.reshape(n, ns)
+    where = place.reshape(n, len(ltable.names))
     for slot, name in enumerate(ltable.names):
         entry = where[:, slot]
         present = entry >= 0
@@ -1172,13 +1182,13 @@ def _sequence_window(
         steps[present] = per_entry[mine]
         idx = _ranges(first[mine], per_entry[mine])  # their steps, in order
         kind = int(ltable.codes[slot])
-        has = code[idx] != 0
-        if (code[idx][has] != kind).any():
+        filled = code[idx] != 0  # steps that are not an empty Feature()
+        if (code[idx][filled] != kind).any():
             return None  # a kind other than the spec's: the generic path words the error
-        found, values = _gather_kind(buf, data, per_kind[kind], kind, local[idx[has]])
+        per_step, values = _gather_kind(buf, data, per_kind[kind], kind, local[idx[filled]])
         counts = np.zeros(len(idx), dtype=np.int64)
-        counts[has] = found
-        out[name] = (present, steps, FastColumn(has, counts, values))
+        counts[filled] = per_step
+        out[name] = (present, steps, FastColumn(filled, counts, values))
     return SequenceColumns(ctx, out)
 
 
