@@ -829,14 +829,6 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
     edges = bounds.tolist()
     spans = list(zip(edges[:-1], edges[1:]))
     at = {key: off[bounds].tolist() for key, off in offsets.items()}
-    widths: dict[str, list[int]] = {}
-    for key in sliced:
-        counts = cols[key].counts
-        if isinstance(plan.specs[key], VarLenFeature) and len(counts):
-            if all(batches):
-                widths[key] = np.maximum.reduceat(counts, bounds[:-1]).tolist()
-            else:
-                widths[key] = [int(counts[a:b].max(initial=0)) for a, b in spans]
     rest_keys = list(_keys_needed(rest))  # the record keys the other specs read
     # Per VarLen spec, once for the chunk: its indices with each row counted from its
     # batch's first record, and every batch's dense shape; each batch gets slices.
@@ -855,8 +847,13 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             local[key] = indices
             shape = np.zeros((len(batches), 2), dtype=np.int64)
             shape[:, 0] = sizes
-            if key in widths:
-                shape[:, 1] = np.where(sizes > 0, widths[key], 0)
+            counts = cols[key].counts  # the width: the most values of a record in the batch
+            if len(counts):
+                shape[:, 1] = (
+                    np.maximum.reduceat(counts, bounds[:-1])
+                    if all(batches)
+                    else [int(counts[a:b].max(initial=0)) for a, b in spans]
+                )
             shapes[key] = shape
     for i, (start, stop) in enumerate(spans):
         built: dict[str, ParsedValue] = {}
@@ -1123,6 +1120,7 @@ def _parse_sequences(
     value_keys = {key: _value_key(key, spec) for key, spec in sspecs.items()}
     lneeded = {value_keys[key]: spec.dtype for key, spec in sspecs.items()}
     fast = None
+    # (Two specs reading one key as different dtypes: the generic path words the error.)
     if len(lneeded) == len({(value_keys[k], s.dtype) for k, s in sspecs.items()}):
         fast = _fastparse.extract_sequences(
             records, cneeded, lneeded, _sequence_tables(cneeded, lneeded)
