@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from _helpers import run_in_fork
 from conftest import COMPRESSIONS, make_records, read_all, write_tfrecord
 
 import tfrecord_lite as tfr
@@ -987,26 +988,21 @@ def test_a_forked_child_cannot_use_its_parents_writer(tmp_path: Path) -> None:
     path = tmp_path / "f"
     writer = tfr.TFRecordWriter(path, "GZIP")
     writer.write(b"parent's buffered record")
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
+
+    def child() -> int:
         code = 1
         try:
             writer.write(b"child")
         except ValueError as err:
             code = 0 if "another process" in str(err) else 2
         writer.close()  # a no-op in the child: the buffer is the parent's
-        del_ok = True
         try:
             gc.collect()
         except BaseException:
-            del_ok = False
-        os.write(w, bytes([code if del_ok else 3]))
-        os._exit(0)
-    os.close(w)
-    assert os.read(r, 1) == b"\x00"
-    os.close(r)
-    os.waitpid(pid, 0)
+            return 3
+        return code
+
+    assert run_in_fork(child) == 0
     writer.write(b"parent again")
     writer.close()
     assert read_all(path) == [b"parent's buffered record", b"parent again"]
