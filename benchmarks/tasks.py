@@ -415,16 +415,25 @@ def _lite_sequence(tfr: Any, source: Any, size: int, batch: int) -> dict[str, Ru
     )
     parse = tfr.parse_sequence_example
 
-    def run() -> Count:
+    def count(parsed: Iterable[Any]) -> Count:
         n = check = 0
-        for b in tfr.TFRecordDataset(source).batch(batch):
-            ctx_values, _, _ = parse(b, context, steps)
+        for ctx_values, _, _ in parsed:
             labels = ctx_values["label"]
             n += len(labels)
             check += _first_column_sum(labels)
         return Count(n, size, check)
 
-    return {"batch+parse_sequence_example": run}
+    def run() -> Count:
+        # TensorFlow's pipeline, spelled the same way.
+        return count(parse(b, context, steps) for b in tfr.TFRecordDataset(source).batch(batch))
+
+    variants = {"batch+parse_sequence_example": run}
+    ds = tfr.TFRecordDataset(source).batch(batch)
+    if hasattr(ds, "parse_sequence"):
+        # The dataset's own op: consecutive batches extracted together.
+        pipeline = ds.parse_sequence(context, steps)
+        variants["batch.parse_sequence"] = lambda: count(pipeline)
+    return variants
 
 
 for _name in _parse_task_names():

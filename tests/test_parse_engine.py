@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite import _fastparse, _parse
+from tfrecord_lite._scan import RecordSpans
 
 KIND_FIELD = {"bytes": 1, "float": 2, "int": 3}
 DTYPE = {"bytes": tfr.string, "float": tfr.float32, "int": tfr.int64}
@@ -894,3 +895,178 @@ def test_unusual_sequence_examples_go_the_generic_way(damage: str, monkeypatch: 
         for x, y in zip(fast[1], slow[1]):
             _same_parsed(x, y)
     assert seen[0] is None  # left to the generic path
+
+
+# --------------------------------------------------------------------------- SequenceExample streams
+
+
+def _same_sequences(x: Any, y: Any) -> None:
+    """Two ``parse_sequence_example`` results (context, feature lists, lengths) are equal."""
+    assert len(x) == len(y) == 3
+    for p, q in zip(x, y):
+        _same_parsed(p, q)
+
+
+def _sequence_runs(items: Any) -> list[Any]:
+    """Outcomes of iterating a stream of SequenceExample batches."""
+    out: list[Any] = []
+    try:
+        for item in items:
+            out.append(("ok", item))
+    except (tfr.ParseError, ValueError) as err:
+        out.append(("error", type(err).__name__, str(err), getattr(err, "index", None)))
+    return out
+
+
+def _sequence_reference(batches: list[Any], context: Any, lists: Any) -> list[Any]:
+    out = []
+    for b in batches:
+        out.append(_outcome(lambda b=b: tfr.parse_sequence_example(b, context, lists)))
+        if out[-1][0] == "error":
+            break
+    return out
+
+
+def _same_sequence_runs(got: list[Any], expect: list[Any]) -> None:
+    assert len(got) == len(expect)
+    for a, b in zip(got, expect):
+        assert a[0] == b[0], (a, b)
+        if a[0] == "error":
+            assert a == b
+        else:
+            _same_sequences(a[1], b[1])
+
+
+def _sequence_batches(seed: int, n: int, batch: int) -> list[list[bytes]]:
+    rng = random.Random(seed)
+    widths: dict[str, int | None] = {"sensor": 2, "frame": None, "tokens": None, "other": None}
+    records = [_sequence_record(rng, widths) for _ in range(n)]
+    return [records[i : i + batch] for i in range(0, n, batch)]
+
+
+@pytest.mark.parametrize("chunk", [1, 50, 100_000])
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_sequence_stream_equals_one_parse_sequence_example_per_batch(
+    chunk: int, batch: int, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", chunk)
+    batches = _sequence_batches(batch, 150, batch)
+    context, lists = _sequence_specs(SEQ_CONTEXT)
+    expect = _sequence_reference(batches, context, lists)
+    assert all(outcome[0] == "ok" for outcome in expect)
+    seen = _watch_sequences(monkeypatch)
+    plan = _parse.compile_sequence_features(context, lists)
+    got = _sequence_runs(_parse.parse_sequence_stream(iter(batches), plan))
+    _same_sequence_runs(got, expect)
+    if chunk == 100_000 and batch < 150:
+        # One extraction for every batch, by the vectorized path.
+        assert len(seen) == 1 and seen[0] is not None
+    # Specs that read another key than their name, and a list read twice.
+    keyed = {
+        "r": tfr.RaggedFeature(tfr.int64, value_key="tokens"),
+        "tokens": tfr.VarLenFeature(tfr.int64),
+    }
+    _same_sequence_runs(
+        _sequence_runs(_parse.parse_sequence_stream(iter(batches), _parse.SequencePlan({}, keyed))),
+        _sequence_reference(batches, {}, keyed),
+    )
+
+
+def test_sequence_stream_error_comes_after_the_good_batches_with_its_batch_index(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    batches = _sequence_batches(5, 100, 10)
+    # Batch 4, record 3: a step of the fixed-size list with 3 values, not 2. Every
+    # record is still one the vectorized path reads: the count is checked per batch.
+    steps = ld(1, ld(2, _list("float", [1.0, 2.0, 3.0], "packed")))
+    batches[4][3] = ld(2, ld(1, ld(1, b"sensor") + ld(2, steps)))
+    context, lists = _sequence_specs(SEQ_CONTEXT)
+    seen = _watch_sequences(monkeypatch)
+    expect = _sequence_reference(batches, context, lists)
+    assert [o[0] for o in expect] == ["ok"] * 4 + ["error"] and expect[-1][3] == 3
+    del seen[:]
+    plan = _parse.compile_sequence_features(context, lists)
+    got = _sequence_runs(_parse.parse_sequence_stream(iter(batches), plan))
+    _same_sequence_runs(got, expect)
+    assert len(seen) == 1 and seen[0] is not None
+    # An undecodable record in a later batch: the chunk goes batch by batch.
+    batches = _sequence_batches(6, 100, 10)
+    batches[7][2] = b"\xff\xff garbage"
+    expect = _sequence_reference(batches, context, lists)
+    assert [o[0] for o in expect] == ["ok"] * 7 + ["error"] and expect[-1][3] == 2
+    _same_sequence_runs(_sequence_runs(_parse.parse_sequence_stream(iter(batches), plan)), expect)
+
+
+def test_sequence_stream_upstream_error_and_single_records(monkeypatch: Any) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    context, lists = _sequence_specs(SEQ_CONTEXT)
+    plan = _parse.compile_sequence_features(context, lists)
+    batches = _sequence_batches(8, 30, 10)
+
+    def upstream() -> Any:
+        yield from batches
+        raise tfr.DataLossError("damaged")
+
+    got = []
+    with pytest.raises(tfr.DataLossError):
+        for parsed in _parse.parse_sequence_stream(upstream(), plan):
+            got.append(parsed)
+    assert len(got) == 3
+    for parsed, b in zip(got, batches):
+        _same_sequences(parsed, tfr.parse_sequence_example(b, context, lists))
+    # A single record (bytes) between batches: parse_single_sequence_example's pair.
+    items: list[Any] = [batches[0], batches[1][0], batches[2]]
+    out = list(_parse.parse_sequence_stream(iter(items), plan))
+    assert len(out) == 3 and len(out[1]) == 2
+    single = tfr.parse_single_sequence_example(batches[1][0], context, lists)
+    for p, q in zip(out[1], single):
+        _same_parsed(p, q)
+
+
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_dataset_batch_parse_sequence_equals_parse_sequence_example(
+    tmp_path: Any, drop_remainder: bool, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 64)
+    records = [r for b in _sequence_batches(9, 200, 200) for r in b]
+    path = str(tmp_path / "s.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+    context, lists = _sequence_specs(SEQ_CONTEXT)
+    n = 200 - 200 % 32 if drop_remainder else 200
+    batches = [records[i : min(i + 32, n)] for i in range(0, n, 32)]
+    # The parser gets the batches as spans of the blocks read (no record copied).
+    kinds: list[type] = []
+    real = _parse._parse_sequence_group
+
+    def spy(group: Any, plan: Any) -> Any:
+        kinds.extend(type(b) for b in group)
+        return real(group, plan)
+
+    monkeypatch.setattr(_parse, "_parse_sequence_group", spy)
+    ds = tfr.TFRecordDataset(path)
+    pipeline = ds.batch(32, drop_remainder=drop_remainder).parse_sequence(context, lists)
+    _same_sequence_runs(_sequence_runs(pipeline), _sequence_reference(batches, context, lists))
+    assert kinds and set(kinds) == {RecordSpans}
+    # Unbatched: one (context, feature lists) pair per record.
+    singles = list(ds.parse_sequence(context, lists).take(5))
+    assert len(singles) == 5
+    for got, record in zip(singles, records):
+        expect = tfr.parse_single_sequence_example(record, context, lists)
+        for p, q in zip(got, expect):
+            _same_parsed(p, q)
+    assert "parse_sequence(['id', 'name', 'score'], ['frame', 'sensor', 'tokens'])" in repr(
+        pipeline
+    )
+
+
+def test_dataset_parse_sequence_checks_its_specs_when_called(tmp_path: Any) -> None:
+    ds = tfr.TFRecordDataset(str(tmp_path / "none.tfrecord"))
+    with pytest.raises(TypeError, match="sequence_features must be a mapping"):
+        ds.parse_sequence({}, [tfr.VarLenFeature(tfr.int64)])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="use FixedLenSequenceFeature"):
+        ds.parse_sequence({}, {"x": tfr.FixedLenFeature([], tfr.int64)})
+    with pytest.raises(ValueError, match="belongs in sequence_features"):
+        ds.parse_sequence({"x": tfr.FixedLenSequenceFeature([], tfr.int64)}, {})

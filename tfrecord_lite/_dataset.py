@@ -587,6 +587,21 @@ class _Parse(_Op):
         return f"parse({sorted(self.features)})"
 
 
+class _ParseSequence(_Op):
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan  # a compiled SequencePlan
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        from ._parse import parse_sequence_stream
+
+        # A batch (``batch(n).parse_sequence(...)``) is parsed as
+        # ``parse_sequence_example`` would, consecutive batches extracted in large chunks.
+        return parse_sequence_stream(upstream(key), self.plan)
+
+    def describe(self) -> str:
+        return f"parse_sequence({sorted(self.plan.context)}, {sorted(self.plan.sequence)})"
+
+
 class _Map(_Op):
     def __init__(self, fn: Callable[..., Any], num_parallel_calls: int) -> None:
         self.fn = _unpacking(fn)
@@ -1726,7 +1741,12 @@ class Dataset:
         if isinstance(first, (_RawBatch, _ParseBatch)) and lists:
             first.takes_lists = True  # cut the batches from the files' lists
         # Batches that only the parser sees are cut from the blocks read, uncopied.
-        spans = isinstance(first, _ParseBatch)
+        spans = isinstance(first, _ParseBatch) or (
+            isinstance(first, _RawBatch)
+            and lists
+            and len(ops) > 1
+            and isinstance(ops[1], (_Parse, _ParseSequence))
+        )
 
         def build(level: int) -> Upstream:
             if level == 0:
@@ -2148,6 +2168,40 @@ class TFRecordDataset(Dataset):
         from ._parse import compile_features
 
         new: TFRecordDataset = self._derive(_Parse(compile_features(features)))
+        return new
+
+    def parse_sequence(
+        self,
+        context_features: Optional[Mapping[str, Any]] = None,
+        sequence_features: Optional[Mapping[str, Any]] = None,
+    ) -> TFRecordDataset:
+        """Parse each record as a ``tf.train.SequenceExample`` (as ``parse_single_sequence_example``).
+
+        Each element becomes ``(context, feature_lists)``. After :meth:`batch`, each
+        batch of raw records is parsed with one ``parse_sequence_example`` call and
+        becomes ``(context, feature_lists, lengths)``, exactly as
+        ``tf.data.TFRecordDataset(files).batch(n).map(lambda x:
+        tf.io.parse_sequence_example(x, context_features, sequence_features))``
+        hands it out; the records of consecutive batches are extracted together.
+
+        >>> ds = tfrecord_lite.TFRecordDataset("clips.tfrecord")         # doctest: +SKIP
+        >>> for context, lists, lengths in ds.batch(32).parse_sequence(  # doctest: +SKIP
+        ...         {"label": tfrecord_lite.FixedLenFeature([], tfrecord_lite.int64)},
+        ...         {"frame": tfrecord_lite.FixedLenSequenceFeature([], tfrecord_lite.string)}):
+        ...     ...
+        """
+        for name, specs in (
+            ("context_features", context_features),
+            ("sequence_features", sequence_features),
+        ):
+            if specs is not None and not isinstance(specs, Mapping):
+                raise TypeError(
+                    f"{name} must be a mapping of key -> feature spec, got {type(specs).__name__}"
+                )
+        from ._parse import compile_sequence_features
+
+        plan = compile_sequence_features(context_features, sequence_features)
+        new: TFRecordDataset = self._derive(_ParseSequence(plan))
         return new
 
     def __repr__(self) -> str:

@@ -58,7 +58,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -898,6 +898,52 @@ def _group_size(batch: Any) -> tuple[int, int]:
         return 1, 0
 
 
+def _is_batch(item: Any) -> bool:
+    """A batch of raw records (a list, or the spans a reader cut from its blocks)."""
+    return isinstance(item, (list, RecordSpans))
+
+
+def _stream(
+    items: Iterable[Any],
+    group_parse: Callable[[list[Any]], Iterator[Any]],
+    single_parse: Callable[[Any], Any],
+    all_batches: bool,
+) -> Iterator[Any]:
+    """The loop of :func:`parse_stream` and :func:`parse_sequence_stream`: batches
+    gathered into groups of :data:`CHUNK_RECORDS` records or :data:`CHUNK_BYTES`
+    bytes, each group parsed by ``group_parse``; single records by ``single_parse``."""
+    it = iter(items)
+    group: list[Any] = []
+    records = size = 0
+    try:
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                break
+            except Exception:
+                yield from group_parse(group)
+                group = []
+                raise
+            if not (all_batches or _is_batch(item)):
+                yield from group_parse(group)
+                group, records, size = [], 0, 0
+                yield single_parse(item)
+                continue
+            group.append(item)
+            n, b = _group_size(item)
+            records += n
+            size += b
+            if records >= CHUNK_RECORDS or size >= CHUNK_BYTES:
+                yield from group_parse(group)
+                group, records, size = [], 0, 0
+        yield from group_parse(group)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
 def parse_stream(items: Iterable[Any], features: Any, all_batches: bool = False) -> Iterator[Any]:
     """Parse a stream of batches (lists of records: ``parse_example``) and single records.
 
@@ -909,36 +955,12 @@ def parse_stream(items: Iterable[Any], features: Any, all_batches: bool = False)
     is raised after the batches read before it. ``items`` is closed at the end.
     """
     plan = compile_features(features)
-    it = iter(items)
-    group: list[Any] = []
-    records = size = 0
-    try:
-        while True:
-            try:
-                item = next(it)
-            except StopIteration:
-                break
-            except Exception:
-                yield from _parse_group(group, plan)
-                group = []
-                raise
-            if not (all_batches or isinstance(item, list)):
-                yield from _parse_group(group, plan)
-                group, records, size = [], 0, 0
-                yield parse_single_example(item, plan)
-                continue
-            group.append(item)
-            n, b = _group_size(item)
-            records += n
-            size += b
-            if records >= CHUNK_RECORDS or size >= CHUNK_BYTES:
-                yield from _parse_group(group, plan)
-                group, records, size = [], 0, 0
-        yield from _parse_group(group, plan)
-    finally:
-        close = getattr(items, "close", None)
-        if close is not None:
-            close()
+    yield from _stream(
+        items,
+        lambda group: _parse_group(group, plan),
+        lambda record: parse_single_example(record, plan),
+        all_batches,
+    )
 
 
 def parse_batches(
@@ -1088,73 +1110,199 @@ def _sequence_key_tables(
     return _fastparse.KeyTable(dict(context)), _fastparse.KeyTable(dict(lists))
 
 
-def _sequence_tables(
-    context: Mapping[str, DType], lists: Mapping[str, DType]
-) -> tuple[_fastparse.KeyTable, _fastparse.KeyTable]:
-    """The key tables of a SequenceExample parse, compiled once per set of keys."""
-    return _sequence_key_tables(tuple(context.items()), tuple(lists.items()))
+class SequencePlan:
+    """The specs of a SequenceExample parse, compiled once for every parse that uses them.
+
+    Holds the validated ``context`` and ``sequence`` specs and what parsing derives
+    from them: the context keys read (``context_needed``), the feature-list key
+    each sequence feature reads (``value_keys``) and their dtypes (``list_needed``),
+    and the key tables of the vectorized extractor (``tables``; None when two specs
+    read one list key as different dtypes: the generic path words that error).
+    Build one with :func:`compile_sequence_features`.
+    """
+
+    def __init__(self, context_features: Any, sequence_features: Any) -> None:
+        self.context: dict[str, FeatureSpec] = validate_features(
+            context_features, "context_features"
+        )
+        self.sequence: dict[str, FeatureSpec] = validate_features(
+            sequence_features, "sequence_features"
+        )
+        for key, spec in self.context.items():
+            if isinstance(spec, FixedLenSequenceFeature):
+                raise ValueError(
+                    f"context feature {key!r}: FixedLenSequenceFeature belongs in sequence_features"
+                )
+        for key, spec in self.sequence.items():
+            if isinstance(spec, (FixedLenFeature, SparseFeature)):
+                raise ValueError(
+                    f"sequence feature {key!r}: use FixedLenSequenceFeature, VarLenFeature or "
+                    f"RaggedFeature, not {type(spec).__name__}"
+                )
+        self.context_needed = _keys_needed(self.context)
+        self.context_sparse_keys = _sparse_keys(self.context)
+        self.value_keys = {key: _value_key(key, spec) for key, spec in self.sequence.items()}
+        self.list_needed = {self.value_keys[k]: spec.dtype for k, spec in self.sequence.items()}
+        self._tables: Optional[tuple[_fastparse.KeyTable, _fastparse.KeyTable]] = None
+        self.fast = len(self.list_needed) == len(
+            {(self.value_keys[k], spec.dtype) for k, spec in self.sequence.items()}
+        )
+
+    @property
+    def tables(self) -> tuple[_fastparse.KeyTable, _fastparse.KeyTable]:
+        """The key tables (context, feature lists) of the vectorized extractor."""
+        if self._tables is None:
+            self._tables = _sequence_key_tables(
+                tuple(self.context_needed.items()), tuple(self.list_needed.items())
+            )
+        return self._tables
+
+    def __repr__(self) -> str:
+        return f"SequencePlan(context={self.context!r}, sequence={self.sequence!r})"
 
 
-def _parse_sequences(
-    records: Sequence[bytes],
-    context_features: Optional[Mapping[str, FeatureSpec]],
-    sequence_features: Optional[Mapping[str, FeatureSpec]],
+def compile_sequence_features(
+    context_features: Any = None, sequence_features: Any = None
+) -> SequencePlan:
+    """The specs of a SequenceExample parse compiled into a :class:`SequencePlan`."""
+    return SequencePlan(context_features, sequence_features)
+
+
+#: Per feature-list key: (has the key, steps per record, a column over every step).
+_ListColumns = tuple[np.ndarray, np.ndarray, Column]
+
+
+def _sequence_columns(
+    records: Sequence[bytes], plan: SequencePlan, where: _Where
+) -> tuple[dict[str, Column], dict[str, _ListColumns]]:
+    """The context columns and per sequence feature the list columns of ``records``:
+    the vectorized path where it applies, else protobuf."""
+    fast = None
+    if plan.fast:
+        fast = _fastparse.extract_sequences(
+            records, plan.context_needed, plan.list_needed, plan.tables
+        )
+    if fast is not None:
+        return dict(fast.context), {k: fast.lists[v] for k, v in plan.value_keys.items()}
+    examples = _decode(records, where, example_pb2.SequenceExample)
+    cmaps = [ex.context.feature for ex in examples]
+    cwhere = _Where(where.names, where.batch, plan.context_sparse_keys, section="context")
+    ccols = extract_columns(cmaps, plan.context_needed, cwhere)
+    # TensorFlow's SequenceExample parser counts an empty Feature() in the context
+    # as present with no values (its Example parser counts it as missing).
+    ccols = {
+        k: c._replace(present=np.array([k in m for m in cmaps], dtype=bool))
+        for k, c in ccols.items()
+    }
+    lists = [ex.feature_lists.feature_list for ex in examples]
+    # Every kind is checked before any count, as TensorFlow does (its first pass
+    # over the records checks kinds; shapes are checked as the outputs are built).
+    columns = {
+        key: _sequence_column(lists, plan.value_keys[key], spec.dtype, where)
+        for key, spec in plan.sequence.items()
+    }
+    return ccols, columns
+
+
+def _sequence_outputs(
+    plan: SequencePlan,
+    ccols: Mapping[str, Column],
+    columns: Mapping[str, _ListColumns],
     where: _Where,
     batch: bool,
 ) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue], dict[str, np.ndarray]]:
-    cspecs = validate_features(context_features, "context_features")
-    sspecs = validate_features(sequence_features, "sequence_features")
-    for key, spec in cspecs.items():
-        if isinstance(spec, FixedLenSequenceFeature):
-            raise ValueError(
-                f"context feature {key!r}: FixedLenSequenceFeature belongs in sequence_features"
-            )
-    for key, spec in sspecs.items():
-        if isinstance(spec, (FixedLenFeature, SparseFeature)):
-            raise ValueError(
-                f"sequence feature {key!r}: use FixedLenSequenceFeature, VarLenFeature or "
-                f"RaggedFeature, not {type(spec).__name__}"
-            )
-    cneeded = _keys_needed(cspecs)
-    cwhere = _Where(where.names, where.batch, _sparse_keys(cspecs), section="context")
-    value_keys = {key: _value_key(key, spec) for key, spec in sspecs.items()}
-    lneeded = {value_keys[key]: spec.dtype for key, spec in sspecs.items()}
-    fast = None
-    # (Two specs reading one key as different dtypes: the generic path words the error.)
-    if len(lneeded) == len({(value_keys[k], s.dtype) for k, s in sspecs.items()}):
-        fast = _fastparse.extract_sequences(
-            records, cneeded, lneeded, _sequence_tables(cneeded, lneeded)
-        )
-    if fast is not None:
-        ccols: dict[str, Column] = dict(fast.context)
-        columns = {key: fast.lists[value_keys[key]] for key in sspecs}
-    else:
-        examples = _decode(records, where, example_pb2.SequenceExample)
-        cmaps = [ex.context.feature for ex in examples]
-        ccols = extract_columns(cmaps, cneeded, cwhere)
-        # TensorFlow's SequenceExample parser counts an empty Feature() in the context
-        # as present with no values (its Example parser counts it as missing).
-        ccols = {
-            k: c._replace(present=np.array([k in m for m in cmaps], dtype=bool))
-            for k, c in ccols.items()
-        }
-        lists = [ex.feature_lists.feature_list for ex in examples]
-        # Every kind is checked before any count, as TensorFlow does (its first pass
-        # over the records checks kinds; shapes are checked as the outputs are built).
-        columns = {
-            key: _sequence_column(lists, value_keys[key], spec.dtype, where)
-            for key, spec in sspecs.items()
-        }
-    context = assemble(cspecs, ccols, cwhere, batch)
+    """``parse_sequence_example``'s outputs, built from the columns of its records."""
+    cwhere = _Where(where.names, where.batch, plan.context_sparse_keys, section="context")
+    context = assemble(plan.context, ccols, cwhere, batch)
     seq: dict[str, ParsedValue] = {}
     lengths: dict[str, np.ndarray] = {}
-    for key, spec in sspecs.items():
+    for key, spec in plan.sequence.items():
         present, steps, col = columns[key]
         value, length = _sequence_assemble(key, spec, present, steps, col, where, batch)
         seq[key] = value
         if length is not None:
             lengths[key] = length
     return context, seq, lengths
+
+
+def _parse_sequences(
+    records: Sequence[bytes], plan: SequencePlan, where: _Where, batch: bool
+) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue], dict[str, np.ndarray]]:
+    ccols, columns = _sequence_columns(records, plan, where)
+    return _sequence_outputs(plan, ccols, columns, where, batch)
+
+
+def _parse_sequence_batch(
+    serialized: Sequence[Serialized],
+    plan: SequencePlan,
+    example_names: Optional[Sequence[Any]] = None,
+) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue], dict[str, np.ndarray]]:
+    """``parse_sequence_example`` with a compiled plan."""
+    records = _as_records(serialized, "parse_sequence_example")
+    where = _Where(_names(example_names, len(records)), batch=True)
+    return _parse_sequences(records, plan, where, batch=True)
+
+
+def _column_rows(col: Column, a: int, b: int, starts: np.ndarray) -> Column:
+    """Rows ``a .. b-1`` of a column (``starts``: where each row's values start)."""
+    return Column(col.present[a:b], col.counts[a:b], col.values[int(starts[a]) : int(starts[b])])
+
+
+def _parse_sequence_group(
+    group: list[Any], plan: SequencePlan
+) -> Iterator[tuple[dict[str, ParsedValue], dict[str, ParsedValue], dict[str, np.ndarray]]]:
+    """``parse_sequence_example`` of each batch of ``group``, with one extraction for
+    all of them when the vectorized path reads every record (else batch by batch,
+    so results and errors are exactly ``parse_sequence_example``'s)."""
+    found = None
+    batches: list[Sequence[bytes]] = []
+    if len(group) > 1 and plan.fast:
+        try:
+            batches = [_as_records(b, "parse_sequence_example") for b in group]
+            blocks = [b for b in batches if isinstance(b, RecordSpans)]
+            flat: Sequence[bytes] = (
+                RecordSpans.join(blocks)
+                if len(blocks) == len(batches)
+                else [r for b in batches for r in b]
+            )
+            found = _fastparse.extract_sequences(
+                flat, plan.context_needed, plan.list_needed, plan.tables
+            )
+        except (ParseError, TypeError, ValueError):
+            found = None
+    if found is None:
+        for batch in group:
+            yield _parse_sequence_batch(batch, plan)
+        return
+    ccols: dict[str, Column] = dict(found.context)
+    columns = {k: found.lists[v] for k, v in plan.value_keys.items()}
+    # Where each record's values (context) and steps (lists) start, and where each
+    # step's values start: every batch's columns are slices.
+    cstarts = {k: _row_starts(c.counts) for k, c in ccols.items()}
+    sstarts = {k: _row_starts(steps) for k, (_, steps, _) in columns.items()}
+    vstarts = {k: _row_starts(col.counts) for k, (_, _, col) in columns.items()}
+    a = 0
+    for batch in batches:
+        b = a + len(batch)
+        part = {k: _column_rows(c, a, b, cstarts[k]) for k, c in ccols.items()}
+        lists: dict[str, _ListColumns] = {}
+        for k, (present, steps, col) in columns.items():
+            s0, s1 = int(sstarts[k][a]), int(sstarts[k][b])
+            lists[k] = (present[a:b], steps[a:b], _column_rows(col, s0, s1, vstarts[k]))
+        yield _sequence_outputs(plan, part, lists, _Where(None, batch=True), True)
+        a = b
+
+
+def parse_sequence_stream(items: Iterable[Any], plan: SequencePlan) -> Iterator[Any]:
+    """Parse a stream of batches (``parse_sequence_example``) and single records
+    (``parse_single_sequence_example``) of SequenceExamples, consecutive batches
+    extracted together (as :func:`parse_stream`). ``items`` is closed at the end."""
+    yield from _stream(
+        items,
+        lambda group: _parse_sequence_group(group, plan),
+        lambda record: _parse_single_sequence(record, plan),
+        False,
+    )
 
 
 def parse_sequence_example(
@@ -1169,9 +1317,8 @@ def parse_sequence_example(
     Returns ``(context, feature_lists, lengths)``: ``lengths`` holds, for every
     ``FixedLenSequenceFeature``, the int64 number of steps of each record.
     """
-    records = _as_records(serialized, "parse_sequence_example")
-    where = _Where(_names(example_names, len(records)), batch=True)
-    return _parse_sequences(records, context_features, sequence_features, where, batch=True)
+    plan = compile_sequence_features(context_features, sequence_features)
+    return _parse_sequence_batch(serialized, plan, example_names)
 
 
 def parse_single_sequence_example(
@@ -1186,12 +1333,19 @@ def parse_single_sequence_example(
     Returns ``(context, feature_lists)``; sequence features have a leading
     steps dimension.
     """
+    plan = compile_sequence_features(context_features, sequence_features)
+    return _parse_single_sequence(serialized, plan)
+
+
+def _parse_single_sequence(
+    serialized: Serialized, plan: SequencePlan
+) -> tuple[dict[str, ParsedValue], dict[str, ParsedValue]]:
     records = _as_records([serialized], "parse_single_sequence_example")
     where = _Where(None, batch=False)
-    context, seq, _ = _parse_sequences(records, context_features, sequence_features, where, False)
+    context, seq, _ = _parse_sequences(records, plan, where, False)
     # Ragged context features are built unbatched already (as in parse_single_example).
     context = {
-        k: v if isinstance(context_features[k], RaggedFeature) else _unbatch(v)  # type: ignore[index]
+        k: v if isinstance(plan.context[k], RaggedFeature) else _unbatch(v)
         for k, v in context.items()
     }
     out: dict[str, ParsedValue] = {}

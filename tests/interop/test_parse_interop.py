@@ -819,6 +819,54 @@ def test_parse_sequence_example_matches_tensorflow(seed: int) -> None:
                 same_dict(o, t, f"seed {seed} parse_single_sequence_example[{i}] {part}")
 
 
+@pytest.mark.parametrize("seed", range(0, N_SEQUENCE_CASES, 4))
+def test_dataset_parse_sequence_matches_tensorflow_pipeline(seed: int, tmp_path: Any) -> None:
+    """``batch(n).parse_sequence(...)`` against ``tf.data``'s ``batch(n).map(parse_sequence_example)``:
+    the same batches, and an error at the same batch."""
+    tf_c, our_c, tf_s, our_s, data, bad = sequence_case(seed)
+    records = data * (1 + 40 // len(data))  # several batches, extracted together
+    path = str(tmp_path / "seq.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+    size = random.Random(seed).choice([3, 8, 16])
+
+    def run(batches: Iterator[Any], errors: Any) -> tuple[list[Any], Optional[BaseException]]:
+        got: list[Any] = []
+        try:
+            for item in batches:
+                got.append(item)
+        except errors as err:
+            return got, err
+        return got, None
+
+    theirs, tf_err = run(
+        iter(
+            tf.data.TFRecordDataset(path)
+            .batch(size)
+            .map(lambda b: tf.io.parse_sequence_example(b, tf_c, tf_s))
+        ),
+        (tf.errors.InvalidArgumentError, ValueError),
+    )
+    ours, our_err = run(
+        iter(tfr.TFRecordDataset(path).batch(size).parse_sequence(our_c, our_s)), ValueError
+    )
+    if tf_err is not None:
+        assert our_err is not None, ("TensorFlow raised, we did not", tf_message(tf_err))
+        check_error_agrees(tf_err, our_err, "dataset parse_sequence")
+        COUNTS["dataset parse_sequence: error"] += 1
+    elif our_err is not None:
+        assert bad is not None and VALIDATION.search(str(our_err)), str(our_err)
+        COUNTS["dataset parse_sequence: deliberate (we validate)"] += 1
+        return
+    else:
+        COUNTS["dataset parse_sequence: value"] += 1
+    assert len(ours) == len(theirs)
+    for i, (o, t) in enumerate(zip(ours, theirs)):
+        for part, x, y in zip(("context", "feature_lists", "lengths"), o, t):
+            same_dict(x, y, f"seed {seed} batch {i} {part}")
+
+
 # --------------------------------------------------------------------------- cross-serialization
 
 
