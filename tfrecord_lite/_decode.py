@@ -295,7 +295,9 @@ def decode_raw(
         raw = np.ascontiguousarray(arr).reshape(n).view(np.uint8).reshape(n, arr.dtype.itemsize)
         return _decode_fixed_width(raw, shape, dtype, little_endian, fixed, None)
     if kind in "OU":
-        elements = [_to_bytes(x) for x in arr.reshape(n).tolist()]
+        values = arr.reshape(n).tolist()
+        # (Parsed BytesLists hold bytes only: no per-value conversion then.)
+        elements = values if set(map(type, values)) == {bytes} else list(map(_to_bytes, values))
         return _decode_many(elements, shape, dtype, little_endian, fixed)
     raise TypeError(
         f"decode_raw: input_bytes must hold bytes, not {arr.dtype} values "
