@@ -784,6 +784,17 @@ CHUNK_RECORDS = 16384
 CHUNK_BYTES = 2 << 20
 
 
+def _joined_batches(group: list[Any], what: str) -> tuple[list[Sequence[bytes]], Sequence[bytes]]:
+    """The batches of ``group`` as records, and all their records as one sequence
+    (spans of the blocks read when every batch is)."""
+    batches = [_as_records(b, what) for b in group]
+    blocks = [b for b in batches if isinstance(b, RecordSpans)]
+    flat: Sequence[bytes] = (
+        RecordSpans.join(blocks) if len(blocks) == len(batches) else [r for b in batches for r in b]
+    )
+    return batches, flat
+
+
 def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, ParsedValue]]:
     """``parse_example`` of each batch of ``group``, with one extraction for all of them.
 
@@ -796,13 +807,7 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             yield parse_example(batch, plan)
         return
     try:
-        batches = [_as_records(b, "parse_example") for b in group]
-        blocks = [b for b in batches if isinstance(b, RecordSpans)]
-        flat: Sequence[bytes] = (
-            RecordSpans.join(blocks)
-            if len(blocks) == len(batches)
-            else [r for b in batches for r in b]
-        )
+        batches, flat = _joined_batches(group, "parse_example")
         where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
         cols = _extract(flat, plan, where)
     except (ParseError, TypeError, ValueError):
@@ -1116,9 +1121,9 @@ class SequencePlan:
     Holds the validated ``context`` and ``sequence`` specs and what parsing derives
     from them: the context keys read (``context_needed``), the feature-list key
     each sequence feature reads (``value_keys``) and their dtypes (``list_needed``),
-    and the key tables of the vectorized extractor (``tables``; None when two specs
-    read one list key as different dtypes: the generic path words that error).
-    Build one with :func:`compile_sequence_features`.
+    and the key tables of the vectorized extractor (``tables``). ``fast`` is False
+    when two specs read one list key as different dtypes (the generic path words
+    that error). Build one with :func:`compile_sequence_features`.
     """
 
     def __init__(self, context_features: Any, sequence_features: Any) -> None:
@@ -1258,13 +1263,7 @@ def _parse_sequence_group(
     batches: list[Sequence[bytes]] = []
     if len(group) > 1 and plan.fast:
         try:
-            batches = [_as_records(b, "parse_sequence_example") for b in group]
-            blocks = [b for b in batches if isinstance(b, RecordSpans)]
-            flat: Sequence[bytes] = (
-                RecordSpans.join(blocks)
-                if len(blocks) == len(batches)
-                else [r for b in batches for r in b]
-            )
+            batches, flat = _joined_batches(group, "parse_sequence_example")
             found = _fastparse.extract_sequences(
                 flat, plan.context_needed, plan.list_needed, plan.tables
             )
