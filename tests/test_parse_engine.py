@@ -510,19 +510,25 @@ def _run(iterable: Any) -> list[Any]:
     return out
 
 
-def _reference(batches: list[list[bytes]], specs: Any) -> list[Any]:
+def _reference(batches: list[Any], specs: Any, parse: Any = tfr.parse_example) -> list[Any]:
+    """Outcomes of ``parse(batch, specs)`` batch by batch, up to the first error."""
     out = []
     for b in batches:
-        out.append(_outcome(lambda b=b: tfr.parse_example(b, specs)))
+        out.append(_outcome(lambda b=b: parse(b, specs)))
         if out[-1][0] == "error":
             break
     return out
 
 
-def _same_runs(got: list[Any], expect: list[Any]) -> None:
+def _same_runs(got: list[Any], expect: list[Any], same: Any = _same_parsed) -> None:
+    """Equal runs: the same errors, and results equal by ``same``."""
     assert len(got) == len(expect)
     for a, b in zip(got, expect):
-        _same(a, b)
+        assert a[0] == b[0], (a, b)
+        if a[0] == "error":
+            assert a == b
+        else:
+            same(a[1], b[1])
 
 
 @pytest.mark.parametrize("chunk", [1, 50, 100_000])
@@ -907,34 +913,13 @@ def _same_sequences(x: Any, y: Any) -> None:
         _same_parsed(p, q)
 
 
-def _sequence_runs(items: Any) -> list[Any]:
-    """Outcomes of iterating a stream of SequenceExample batches."""
-    out: list[Any] = []
-    try:
-        for item in items:
-            out.append(("ok", item))
-    except (tfr.ParseError, ValueError) as err:
-        out.append(("error", type(err).__name__, str(err), getattr(err, "index", None)))
-    return out
-
-
 def _sequence_reference(batches: list[Any], context: Any, lists: Any) -> list[Any]:
-    out = []
-    for b in batches:
-        out.append(_outcome(lambda b=b: tfr.parse_sequence_example(b, context, lists)))
-        if out[-1][0] == "error":
-            break
-    return out
+    """Outcomes of ``parse_sequence_example`` batch by batch, up to the first error."""
+    return _reference(batches, lists, lambda b, s: tfr.parse_sequence_example(b, context, s))
 
 
 def _same_sequence_runs(got: list[Any], expect: list[Any]) -> None:
-    assert len(got) == len(expect)
-    for a, b in zip(got, expect):
-        assert a[0] == b[0], (a, b)
-        if a[0] == "error":
-            assert a == b
-        else:
-            _same_sequences(a[1], b[1])
+    _same_runs(got, expect, _same_sequences)
 
 
 def _sequence_batches(seed: int, n: int, batch: int) -> list[list[bytes]]:
@@ -956,7 +941,7 @@ def test_sequence_stream_equals_one_parse_sequence_example_per_batch(
     assert all(outcome[0] == "ok" for outcome in expect)
     seen = _watch_sequences(monkeypatch)
     plan = _parse.compile_sequence_features(context, lists)
-    got = _sequence_runs(_parse.parse_sequence_stream(iter(batches), plan))
+    got = _run(_parse.parse_sequence_stream(iter(batches), plan))
     _same_sequence_runs(got, expect)
     if chunk == 100_000 and batch < 150:
         # One extraction for every batch, by the vectorized path.
@@ -967,7 +952,7 @@ def test_sequence_stream_equals_one_parse_sequence_example_per_batch(
         "tokens": tfr.VarLenFeature(tfr.int64),
     }
     _same_sequence_runs(
-        _sequence_runs(_parse.parse_sequence_stream(iter(batches), _parse.SequencePlan({}, keyed))),
+        _run(_parse.parse_sequence_stream(iter(batches), _parse.SequencePlan({}, keyed))),
         _sequence_reference(batches, {}, keyed),
     )
 
@@ -987,7 +972,7 @@ def test_sequence_stream_error_comes_after_the_good_batches_with_its_batch_index
     assert [o[0] for o in expect] == ["ok"] * 4 + ["error"] and expect[-1][3] == 3
     del seen[:]
     plan = _parse.compile_sequence_features(context, lists)
-    got = _sequence_runs(_parse.parse_sequence_stream(iter(batches), plan))
+    got = _run(_parse.parse_sequence_stream(iter(batches), plan))
     _same_sequence_runs(got, expect)
     assert len(seen) == 1 and seen[0] is not None
     # An undecodable record in a later batch: the chunk goes batch by batch.
@@ -995,7 +980,7 @@ def test_sequence_stream_error_comes_after_the_good_batches_with_its_batch_index
     batches[7][2] = b"\xff\xff garbage"
     expect = _sequence_reference(batches, context, lists)
     assert [o[0] for o in expect] == ["ok"] * 7 + ["error"] and expect[-1][3] == 2
-    _same_sequence_runs(_sequence_runs(_parse.parse_sequence_stream(iter(batches), plan)), expect)
+    _same_sequence_runs(_run(_parse.parse_sequence_stream(iter(batches), plan)), expect)
 
 
 def test_sequence_stream_upstream_error_and_single_records(monkeypatch: Any) -> None:
@@ -1048,7 +1033,7 @@ def test_dataset_batch_parse_sequence_equals_parse_sequence_example(
     monkeypatch.setattr(_parse, "_parse_sequence_group", spy)
     ds = tfr.TFRecordDataset(path)
     pipeline = ds.batch(32, drop_remainder=drop_remainder).parse_sequence(context, lists)
-    _same_sequence_runs(_sequence_runs(pipeline), _sequence_reference(batches, context, lists))
+    _same_sequence_runs(_run(pipeline), _sequence_reference(batches, context, lists))
     assert kinds and set(kinds) == {RecordSpans}
     # Unbatched: one (context, feature lists) pair per record.
     singles = list(ds.parse_sequence(context, lists).take(5))
