@@ -49,6 +49,7 @@ Set ``TFRECORD_LITE_FASTPATH=0`` to switch this path off (debugging).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Optional
@@ -65,6 +66,7 @@ __all__ = [
     "enabled",
     "extract",
     "extract_sequences",
+    "key_table",
     "merge_columns",
 ]
 
@@ -497,6 +499,17 @@ class KeyTable:
                 high |= (_key_words(words, us, ul, j) & _HIGH_BITS) != 0
             safe[unknown[high]] = False
         return slots, safe
+
+
+@functools.lru_cache(maxsize=64)
+def _key_table(keys: tuple[tuple[str, DType], ...]) -> KeyTable:
+    return KeyTable(dict(keys))
+
+
+def key_table(needed: Mapping[str, DType]) -> KeyTable:
+    """The :class:`KeyTable` of ``needed``, compiled once per set of keys and dtypes
+    (parses that build their plan per call share it)."""
+    return _key_table(tuple(needed.items()))
 
 
 # --------------------------------------------------------------------------- the heap
@@ -1071,6 +1084,13 @@ def _step_values(
     return code, per_kind, local
 
 
+def _record_lengths(records: Sequence[bytes]) -> np.ndarray:
+    """The length of every record, as int64."""
+    if isinstance(records, RecordSpans):
+        return records.lengths()
+    return np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+
+
 def extract_sequences(
     records: Sequence[bytes],
     context: Mapping[str, DType],
@@ -1088,14 +1108,10 @@ def extract_sequences(
     n = len(records)
     if n < MIN_BATCH or not enabled():
         return None
-    ctable, ltable = tables if tables is not None else (KeyTable(context), KeyTable(lists))
+    ctable, ltable = tables if tables is not None else (key_table(context), key_table(lists))
     if not (ctable.usable and ltable.usable):
         return None
-    lengths = (
-        records.lengths()
-        if isinstance(records, RecordSpans)
-        else np.fromiter(map(len, records), dtype=np.int64, count=n)
-    )
+    lengths = _record_lengths(records)
     if not _heap_settled:
         _settle_heap()
     if int(lengths.sum()) <= WINDOW_BYTES:
@@ -1420,12 +1436,8 @@ def extract(
     if not _heap_settled:
         _settle_heap()
     if table is None:
-        table = KeyTable(needed)
-    lengths = (
-        records.lengths()
-        if isinstance(records, RecordSpans)
-        else np.fromiter(map(len, records), dtype=np.int64, count=n)
-    )
+        table = key_table(needed)
+    lengths = _record_lengths(records)
     if int(lengths.sum()) <= WINDOW_BYTES:
         return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined

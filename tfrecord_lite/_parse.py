@@ -55,7 +55,6 @@ Differences from TensorFlow, on purpose:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
@@ -381,7 +380,7 @@ class ParsePlan(Mapping[str, FeatureSpec]):
     def table(self) -> _fastparse.KeyTable:
         """The key table of the vectorized extractor (compiled on first use)."""
         if self._table is None:
-            self._table = _fastparse.KeyTable(self.needed)
+            self._table = _fastparse.key_table(self.needed)
         return self._table
 
     def __getitem__(self, key: str) -> FeatureSpec:
@@ -1108,13 +1107,6 @@ def _value_key(key: str, spec: FeatureSpec) -> str:
     return spec.value_key if isinstance(spec, RaggedFeature) and spec.value_key else key
 
 
-@functools.lru_cache(maxsize=32)
-def _sequence_key_tables(
-    context: tuple[tuple[str, DType], ...], lists: tuple[tuple[str, DType], ...]
-) -> tuple[_fastparse.KeyTable, _fastparse.KeyTable]:
-    return _fastparse.KeyTable(dict(context)), _fastparse.KeyTable(dict(lists))
-
-
 class SequencePlan:
     """The specs of a SequenceExample parse, compiled once for every parse that uses them.
 
@@ -1157,8 +1149,9 @@ class SequencePlan:
     def tables(self) -> tuple[_fastparse.KeyTable, _fastparse.KeyTable]:
         """The key tables (context, feature lists) of the vectorized extractor."""
         if self._tables is None:
-            self._tables = _sequence_key_tables(
-                tuple(self.context_needed.items()), tuple(self.list_needed.items())
+            self._tables = (
+                _fastparse.key_table(self.context_needed),
+                _fastparse.key_table(self.list_needed),
             )
         return self._tables
 
