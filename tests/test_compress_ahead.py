@@ -17,6 +17,7 @@ import threading
 import zlib
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
@@ -187,11 +188,17 @@ def test_small_files_and_single_cores_stay_inline(
     assert _compress.ahead_pays(None)  # unknown size (a stream): ahead
     assert not _compress.ahead_pays(10**9, local=True)  # a local file: inline
     assert not _compress.ahead_pays(None, local=True)
+    # ...unless a parser reads its records (and the file is big enough).
+    assert _compress.ahead_pays(10**9, local=True, parsed=True)
+    assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1, local=True, parsed=True)
+    monkeypatch.setattr(_compress, "AHEAD_PARSED", False)
+    assert not _compress.ahead_pays(10**9, local=True, parsed=True)
     monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)
     assert _compress.ahead_pays(10**9, local=True)
     monkeypatch.setattr(_compress, "_cores", lambda: 1)
     assert not _compress.ahead_pays(None)
     assert not _compress.ahead_pays(10**9)
+    assert not _compress.ahead_pays(10**9, local=True, parsed=True)
     # The inline path is a plain generator, no thread behind it.
     chunks = _compress.inflate_ahead(iter([zlib.compress(b"abc")]), "ZLIB", None, None, 10**9)
     assert not isinstance(chunks, _compress.ReadAhead)
@@ -272,3 +279,40 @@ def test_a_local_file_is_inflated_inline_and_a_file_object_ahead(
     assert inflating_threads()
     assert list(it) == records[1:]
     assert no_thread_left()
+
+
+def test_a_parsed_local_file_is_inflated_ahead(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local GZIP file is inflated inline when its records are read as they are,
+    # in a thread when the dataset parses them; the batches are the same either way.
+    monkeypatch.setattr(_compress, "_cores", lambda: 2)
+    rng = np.random.default_rng(5)
+    path = str(tmp_path / "parsed.gz")
+    with tfr.TFRecordWriter(path, "GZIP") as w:
+        for i in range(3000):
+            w.write(tfr.encode_example({"x": [i], "noise": rng.bytes(1500) + bytes(500)}))
+    assert os.path.getsize(path) >= _compress.AHEAD_MIN_BYTES
+    spec = {"x": tfr.FixedLenFeature([], tfr.int64), "noise": tfr.FixedLenFeature([], tfr.string)}
+
+    def first_batch_and_threads(ds: Any) -> tuple[Any, int]:
+        it = iter(ds)
+        first = next(it)
+        seen = len(inflating_threads())
+        rest = list(it)
+        return [first, *rest], seen
+
+    raw, seen = first_batch_and_threads(tfr.TFRecordDataset(path).batch(64))
+    assert seen == 0
+    parsed, seen = first_batch_and_threads(tfr.TFRecordDataset(path).parse(spec).batch(64))
+    assert seen == 1
+    assert no_thread_left()
+    assert [b["x"].tolist() for b in parsed] == [
+        list(range(i, min(i + 64, 3000))) for i in range(0, 3000, 64)
+    ]
+    for batch, records in zip(parsed, raw):
+        assert batch["noise"].tolist() == tfr.parse_example(records, spec)["noise"].tolist()
+    monkeypatch.setattr(_compress, "AHEAD_PARSED", False)
+    again, seen = first_batch_and_threads(tfr.TFRecordDataset(path).parse(spec).batch(64))
+    assert seen == 0
+    assert [b["x"].tolist() for b in again] == [b["x"].tolist() for b in parsed]

@@ -1249,7 +1249,7 @@ def _read_batches(
             # framing below (the thread owns ``f`` until ``inflating`` is closed).
             size = stream_size if owns else _remaining_size(f)
             chunks = inflating = _inflate_ahead(
-                chunks, compression, path, restart, size, _is_local_file(f)
+                chunks, compression, path, restart, size, _is_local_file(f), parsed=spans
             )
             stream_size = None
         decoder = RecordDecoder(
