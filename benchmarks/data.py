@@ -20,6 +20,8 @@ taxi       TFX Chicago-taxi-like: 17 int64 / float / bytes features, values
 transformed the same features, each record's map entries in its own random order
            (as tf.Transform output), GZIP shards
 sequence   ``SequenceExample``: context ids, per step 4 floats and a JPEG
+tfx_taxi   the real TFX Chicago-taxi GZIP shards, copied in when a directory of
+           them is given (:func:`prepare`'s ``real_taxi``; not generated)
 ========== ================================================================
 
 :func:`describe` summarizes TFRecord files (feature kinds, missing rates, record
@@ -121,7 +123,11 @@ CHECK_KEY = {
     "taxi": "trip_start_timestamp",
     "transformed": "trip_start_timestamp",
     "sequence": "label",
+    "tfx_taxi": "trip_start_timestamp",
 }
+
+#: The data sets read as the taxi-like spec (:data:`TAXI_SPEC`).
+TAXI_SETS = ("taxi", "transformed", "tfx_taxi")
 
 
 def sizes(quick: bool) -> dict[str, int]:
@@ -511,8 +517,17 @@ def _fresh(entry: Any, path: Path, records: int) -> bool:
     )
 
 
-def prepare(quick: bool = False, data_dir: Path = DATA_DIR, log: Any = print) -> dict[str, Any]:
-    """Build the data files that are missing or stale; return the manifest."""
+def prepare(
+    quick: bool = False,
+    data_dir: Path = DATA_DIR,
+    log: Any = print,
+    real_taxi: Optional[Path] = None,
+) -> dict[str, Any]:
+    """Build the data files that are missing or stale; return the manifest.
+
+    ``real_taxi``: a directory of real TFX taxi shards (``*.gz``), copied in as
+    the ``tfx_taxi`` set when it exists (the set is left out otherwise).
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = data_dir / MANIFEST
     manifest: dict[str, Any]
@@ -599,7 +614,58 @@ def prepare(quick: bool = False, data_dir: Path = DATA_DIR, log: Any = print) ->
         _write(seq_path, records)
         sets["sequence"] = _entry(seq_path, records, check)
         save()
+
+    real = sorted(real_taxi.glob("*.gz")) if real_taxi is not None and real_taxi.is_dir() else []
+    if real:
+        if not _fresh_copies(sets.get("tfx_taxi"), data_dir, real):
+            log(f"copying {len(real)} real TFX taxi shards from {real_taxi}")
+            sets["tfx_taxi"] = _copy_shards(data_dir, "tfx_taxi", real)
+            save()
+    elif sets.pop("tfx_taxi", None) is not None:
+        save()
     return manifest
+
+
+def _copy_shards(data_dir: Path, prefix: str, sources: list[Path]) -> dict[str, Any]:
+    """Copy third-party GZIP shards in as ``<prefix>-0000N-of-0000M.gz``; returns the
+    manifest entry, its checksum read with protobuf (not the parser under test)."""
+    import tfrecord_lite as tfr
+    from tfrecord_lite import example_pb2
+
+    for old in data_dir.glob(f"{prefix}-*.gz"):
+        old.unlink()
+    files, payload, records, check = [], 0, 0, 0
+    key = CHECK_KEY[prefix]
+    for k, src in enumerate(sources):
+        name = f"{prefix}-{k:05d}-of-{len(sources):05d}.gz"
+        (data_dir / name).write_bytes(src.read_bytes())
+        files.append(name)
+        for record in tfr.tf_record_iterator(str(data_dir / name), "GZIP"):
+            records += 1
+            payload += len(record)
+            check += int(
+                example_pb2.Example.FromString(record).features.feature[key].int64_list.value[0]
+            )
+    return {
+        "file": files[0],
+        "files": files,
+        "sources": [str(p) for p in sources],
+        "records": records,
+        "file_bytes": sum((data_dir / f).stat().st_size for f in files),
+        "payload_bytes": payload,
+        "framed_bytes": payload + 16 * records,
+        "check": check,
+        "compression": "GZIP",
+    }
+
+
+def _fresh_copies(entry: Any, data_dir: Path, sources: list[Path]) -> bool:
+    return (
+        isinstance(entry, dict)
+        and entry.get("sources") == [str(p) for p in sources]
+        and _fresh_shards(entry, data_dir, entry.get("records", -1))
+        and entry.get("file_bytes") == sum(p.stat().st_size for p in sources)
+    )
 
 
 def _write_shards(data_dir: Path, prefix: str, records: list[bytes], check: int) -> dict[str, Any]:

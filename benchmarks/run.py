@@ -700,7 +700,8 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         "--real-taxi",
         type=Path,
         default=ROOT.parent / "shared" / "data" / "tfx-taxi",
-        help="real TFX taxi shards to compare the taxi-like data with (if present)",
+        help="real TFX taxi shards: compared with the taxi-like data, and parsed as the "
+        "tfx_taxi tasks (left out when the directory is not there)",
     )
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     p.add_argument("--json", type=Path, help="raw numbers (default: results.json beside --out)")
@@ -724,8 +725,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
     load_start = _load()
-    manifest = data.prepare(args.quick, args.data_dir, log=log)
+    manifest = data.prepare(args.quick, args.data_dir, log=log, real_taxi=args.real_taxi)
     task_names = [t for t in TASKS if not args.tasks or t in args.tasks]
+    absent = [t for t in task_names if TASKS[t].dataset not in manifest["datasets"]]
+    if absent:
+        log(f"left out (their data is not here: see --real-taxi): {', '.join(absent)}")
+        task_names = [t for t in task_names if t not in absent]
     columns = [
         c for c in COLUMNS if (args.peers or not c.peer) and (not args.impls or c.key in args.impls)
     ]

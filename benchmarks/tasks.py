@@ -103,6 +103,7 @@ def _parse_tasks() -> list[TaskInfo]:
         ("taxi", "Taxi-like (TFX, values missing, GZIP shards)", "krec/s", 1.5),
         ("transformed", "Transformed (key order per record, GZIP shards)", "krec/s", 1.5),
         ("sequence", "SequenceExample (floats + JPEG per step)", "krec/s", 0.0),
+        ("tfx_taxi", "Real TFX taxi shards (2 GZIP shards, not generated)", "krec/s", 0.0),
     ):
         for batch in (1024, 256):
             name = f"{dataset}_parse" + ("" if batch == 1024 else f"_{batch}")
@@ -295,7 +296,7 @@ def _lite_dtype(tfr: Any, kind: str) -> Any:
 
 
 def lite_features(tfr: Any, dataset: str) -> dict[str, Any]:
-    if dataset in ("taxi", "transformed"):
+    if dataset in data.TAXI_SETS:
         return {
             name: tfr.VarLenFeature(_lite_dtype(tfr, kind))
             if how == "var"
@@ -504,7 +505,7 @@ def _import_tf() -> Any:
 
 def tf_features(tf: Any, dataset: str) -> dict[str, Any]:
     dtypes = {"bytes": tf.string, "int64": tf.int64, "float32": tf.float32}
-    if dataset in ("taxi", "transformed"):
+    if dataset in data.TAXI_SETS:
         return {
             name: tf.io.VarLenFeature(dtypes[kind])
             if how == "var"
