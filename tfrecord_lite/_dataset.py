@@ -1629,6 +1629,14 @@ def _plan(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
     return [o for o in out if o is not None]
 
 
+def _spec_mapping(name: str, specs: Any) -> None:
+    """Raise ``TypeError`` unless ``specs`` (argument ``name``) maps keys to feature specs."""
+    if not isinstance(specs, Mapping):
+        raise TypeError(
+            f"{name} must be a mapping of key -> feature spec, got {type(specs).__name__}"
+        )
+
+
 def _no_file_objects(files: Sequence[Any]) -> None:
     for f in files:
         if is_file_object(f):
@@ -2161,10 +2169,7 @@ class TFRecordDataset(Dataset):
         ``parse_example``'s). After ``batch``, each batch of raw records is parsed
         with ``parse_example`` too.
         """
-        if not isinstance(features, Mapping):
-            raise TypeError(
-                f"features must be a mapping of key -> feature spec, got {type(features).__name__}"
-            )
+        _spec_mapping("features", features)
         from ._parse import compile_features
 
         new: TFRecordDataset = self._derive(_Parse(compile_features(features)))
@@ -2194,10 +2199,8 @@ class TFRecordDataset(Dataset):
             ("context_features", context_features),
             ("sequence_features", sequence_features),
         ):
-            if specs is not None and not isinstance(specs, Mapping):
-                raise TypeError(
-                    f"{name} must be a mapping of key -> feature spec, got {type(specs).__name__}"
-                )
+            if specs is not None:
+                _spec_mapping(name, specs)
         from ._parse import compile_sequence_features
 
         plan = compile_sequence_features(context_features, sequence_features)

@@ -1170,18 +1170,29 @@ def compile_sequence_features(
 _ListColumns = tuple[np.ndarray, np.ndarray, Column]
 
 
+def _fast_sequence_columns(
+    records: Sequence[bytes], plan: SequencePlan
+) -> Optional[tuple[dict[str, Column], dict[str, _ListColumns]]]:
+    """:func:`_sequence_columns` by the vectorized path; None where it does not
+    read every record with certainty."""
+    if not plan.fast:
+        return None
+    found = _fastparse.extract_sequences(
+        records, plan.context_needed, plan.list_needed, plan.tables
+    )
+    if found is None:
+        return None
+    return dict(found.context), {k: found.lists[v] for k, v in plan.value_keys.items()}
+
+
 def _sequence_columns(
     records: Sequence[bytes], plan: SequencePlan, where: _Where
 ) -> tuple[dict[str, Column], dict[str, _ListColumns]]:
     """The context columns and per sequence feature the list columns of ``records``:
     the vectorized path where it applies, else protobuf."""
-    fast = None
-    if plan.fast:
-        fast = _fastparse.extract_sequences(
-            records, plan.context_needed, plan.list_needed, plan.tables
-        )
+    fast = _fast_sequence_columns(records, plan)
     if fast is not None:
-        return dict(fast.context), {k: fast.lists[v] for k, v in plan.value_keys.items()}
+        return fast
     examples = _decode(records, where, example_pb2.SequenceExample)
     cmaps = [ex.context.feature for ex in examples]
     cwhere = _Where(where.names, where.batch, plan.context_sparse_keys, section="context")
@@ -1257,17 +1268,14 @@ def _parse_sequence_group(
     if len(group) > 1 and plan.fast:
         try:
             batches, flat = _joined_batches(group, "parse_sequence_example")
-            found = _fastparse.extract_sequences(
-                flat, plan.context_needed, plan.list_needed, plan.tables
-            )
+            found = _fast_sequence_columns(flat, plan)
         except (ParseError, TypeError, ValueError):
             found = None
     if found is None:
         for batch in group:
             yield _parse_sequence_batch(batch, plan)
         return
-    ccols: dict[str, Column] = dict(found.context)
-    columns = {k: found.lists[v] for k, v in plan.value_keys.items()}
+    ccols, columns = found
     # Where each record's values (context) and steps (lists) start, and where each
     # step's values start: every batch's columns are slices.
     cstarts = {k: _row_starts(c.counts) for k, c in ccols.items()}
