@@ -646,17 +646,9 @@ def _copy_shards(data_dir: Path, prefix: str, sources: list[Path]) -> dict[str, 
             check += int(
                 example_pb2.Example.FromString(record).features.feature[key].int64_list.value[0]
             )
-    return {
-        "file": files[0],
-        "files": files,
-        "sources": [str(p) for p in sources],
-        "records": records,
-        "file_bytes": sum((data_dir / f).stat().st_size for f in files),
-        "payload_bytes": payload,
-        "framed_bytes": payload + 16 * records,
-        "check": check,
-        "compression": "GZIP",
-    }
+    entry = _shards_entry(data_dir, files, records, payload, check)
+    entry["sources"] = [str(p) for p in sources]
+    return entry
 
 
 def _fresh_copies(entry: Any, data_dir: Path, sources: list[Path]) -> bool:
@@ -678,13 +670,20 @@ def _write_shards(data_dir: Path, prefix: str, records: list[bytes], check: int)
         path = data_dir / f"{prefix}-{k:05d}-of-{TAXI_SHARDS:05d}.gz"
         _write(path, records[k * per : (k + 1) * per], "GZIP")
         files.append(path.name)
+    return _shards_entry(data_dir, files, len(records), sum(map(len, records)), check)
+
+
+def _shards_entry(
+    data_dir: Path, files: list[str], records: int, payload: int, check: int
+) -> dict[str, Any]:
+    """The manifest entry of GZIP shards ``files`` (``payload``: their records' bytes)."""
     return {
         "file": files[0],
         "files": files,
-        "records": len(records),
+        "records": records,
         "file_bytes": sum((data_dir / f).stat().st_size for f in files),
-        "payload_bytes": sum(len(r) for r in records),
-        "framed_bytes": sum(len(r) for r in records) + 16 * len(records),
+        "payload_bytes": payload,
+        "framed_bytes": payload + 16 * records,
         "check": check,
         "compression": "GZIP",
     }
