@@ -98,6 +98,7 @@ def _parse_tasks() -> list[TaskInfo]:
     out = []
     for dataset, title, unit, target in (
         ("mnist", "MNIST-like", "krec/s", 2.0),
+        ("mnist_gzip", "MNIST-like, one GZIP file", "krec/s", 0.0),
         ("imagenet", "ImageNet-like (~110 KB)", "MB/s", 2.0),
         ("tabular", "Tabular (~170 B, fixed layout)", "krec/s", 1.5),
         ("taxi", "Taxi-like (TFX, values missing, GZIP shards)", "krec/s", 1.5),
@@ -351,17 +352,26 @@ def _deflate_backends() -> list[str]:
 
 def _with_backend(backend: str, fn: Run) -> Run:
     """``fn`` run with ``TFRECORD_LITE_DEFLATE_BACKEND=backend`` (read per reader/writer)."""
+    return _with_env(DEFLATE_ENV, backend, fn)
+
+
+#: Caps tfrecord_lite's own threads (read per reader); 1: GZIP/ZLIB inflate inline.
+THREADS_ENV = "TFRECORD_LITE_THREADS"
+
+
+def _with_env(name: str, value: str, fn: Run) -> Run:
+    """``fn`` run with the environment variable ``name`` set to ``value``."""
 
     def run() -> Count:
-        old = os.environ.get(DEFLATE_ENV)
-        os.environ[DEFLATE_ENV] = backend
+        old = os.environ.get(name)
+        os.environ[name] = value
         try:
             return fn()
         finally:
             if old is None:
-                del os.environ[DEFLATE_ENV]
+                del os.environ[name]
             else:
-                os.environ[DEFLATE_ENV] = old
+                os.environ[name] = old
 
     return run
 
@@ -400,6 +410,12 @@ def lite_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
         if hasattr(pipeline, "prefetch"):
             prefetched = pipeline.prefetch(2)
             variants["parse.batch.prefetch"] = lambda: count(prefetched)
+        if ctx.entry(task.dataset)["compression"]:
+            # The same pipeline with no thread of ours: a local GZIP file is
+            # inflated inline instead of ahead in a background thread.
+            variants[f"parse.batch ({THREADS_ENV}=1)"] = _with_env(
+                THREADS_ENV, "1", lambda: count(pipeline)
+            )
     return variants
 
 
