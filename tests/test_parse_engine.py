@@ -151,12 +151,14 @@ def _outcome(fn: Any) -> Any:
         return ("error", type(err).__name__, str(err), getattr(err, "index", None))
 
 
-def _same(a: Any, b: Any) -> None:
+def _same(a: Any, b: Any, same: Any = None) -> None:
+    """Equal outcomes: the same error, or results equal by ``same`` (default:
+    :func:`_same_parsed`)."""
     assert a[0] == b[0], (a, b)
     if a[0] == "error":
         assert a == b
         return
-    _same_parsed(a[1], b[1])
+    (same or _same_parsed)(a[1], b[1])
 
 
 def _same_parsed(x: dict[str, Any], y: dict[str, Any]) -> None:
@@ -524,11 +526,7 @@ def _same_runs(got: list[Any], expect: list[Any], same: Any = _same_parsed) -> N
     """Equal runs: the same errors, and results equal by ``same``."""
     assert len(got) == len(expect)
     for a, b in zip(got, expect):
-        assert a[0] == b[0], (a, b)
-        if a[0] == "error":
-            assert a == b
-        else:
-            same(a[1], b[1])
+        _same(a, b, same)
 
 
 @pytest.mark.parametrize("chunk", [1, 50, 100_000])

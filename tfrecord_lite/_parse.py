@@ -794,6 +794,11 @@ def _joined_batches(group: list[Any], what: str) -> tuple[list[Sequence[bytes]],
     return batches, flat
 
 
+def _column_rows(col: Column, a: int, b: int, starts: np.ndarray) -> Column:
+    """Rows ``a .. b-1`` of a column (``starts``: where each row's values start)."""
+    return Column(col.present[a:b], col.counts[a:b], col.values[int(starts[a]) : int(starts[b])])
+
+
 def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, ParsedValue]]:
     """``parse_example`` of each batch of ``group``, with one extraction for all of them.
 
@@ -862,14 +867,7 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
     for i, (start, stop) in enumerate(spans):
         built: dict[str, ParsedValue] = {}
         if rest:
-            part = {
-                key: Column(
-                    cols[key].present[start:stop],
-                    cols[key].counts[start:stop],
-                    cols[key].values[at[key][i] : at[key][i + 1]],
-                )
-                for key in rest_keys
-            }
+            part = {key: _column_rows(cols[key], start, stop, offsets[key]) for key in rest_keys}
             where = _Where(None, batch=True, sparse_keys=plan.sparse_keys)
             built = assemble(rest, part, where, True)
         out: dict[str, ParsedValue] = {}
@@ -1250,11 +1248,6 @@ def _parse_sequence_batch(
     records = _as_records(serialized, "parse_sequence_example")
     where = _Where(_names(example_names, len(records)), batch=True)
     return _parse_sequences(records, plan, where, batch=True)
-
-
-def _column_rows(col: Column, a: int, b: int, starts: np.ndarray) -> Column:
-    """Rows ``a .. b-1`` of a column (``starts``: where each row's values start)."""
-    return Column(col.present[a:b], col.counts[a:b], col.values[int(starts[a]) : int(starts[b])])
 
 
 def _parse_sequence_group(
