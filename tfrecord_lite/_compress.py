@@ -92,8 +92,8 @@ were slower still: their fresh buffers cost page faults), hence local files are
 inflated inline, unless a parser reads their records (a dataset's ``parse``,
 :data:`AHEAD_PARSED`): parsing a chunk takes long enough for the thread to
 inflate the next between two hand-offs. ``parse(spec).batch(1024)`` over the
-same file (the benchmarks' ``mnist_gzip_parse``): 635 krec/s inline, 734 with the
-thread; over the taxi-like GZIP shards, within 2% either way.
+same file (the benchmarks' ``mnist_gzip_parse``): 588 krec/s inline, 668 with the
+thread; over the taxi-like GZIP shards, medians within 8% either way.
 ``TFRECORD_LITE_THREADS=1`` reads every stream inline.
 Records, errors and their positions are the same as inflating inline: the thread's exception is raised in
 the reader. Closing the reader (or dropping it) stops and joins the thread.
