@@ -832,12 +832,13 @@ def _parse_group(group: list[Any], plan: ParsePlan) -> Iterator[dict[str, Parsed
             if size and col.present.all() and (col.counts == size).all():
                 sliced[key] = size
     rest = {key: spec for key, spec in plan.specs.items() if key not in sliced}
-    # Batch boundaries, and where each column's values of each batch start.
+    # Batch boundaries, and where each sliced spec's values of each batch start
+    # (the other specs' columns are cut by _column_rows).
     bounds = np.zeros(len(batches) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in batches], out=bounds[1:])
     edges = bounds.tolist()
     spans = list(zip(edges[:-1], edges[1:]))
-    at = {key: off[bounds].tolist() for key, off in offsets.items()}
+    at = {key: offsets[key][bounds].tolist() for key in sliced}
     rest_keys = list(_keys_needed(rest))  # the record keys the other specs read
     # Per VarLen spec, once for the chunk: its indices with each row counted from its
     # batch's first record, and every batch's dense shape; each batch gets slices.
