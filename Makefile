@@ -9,6 +9,10 @@
 #   make bench     benchmarks/ (tfrecord_lite only);  make bench-peers: beside TF and `tfrecord`
 #   make bench-dataloader / bench-tfdata / bench-tfds / bench-scaleout / bench-cloud: one integration each
 #   make fuzz      a bounded atheris run of every fuzz target
+#   make dist      build the sdist and the wheel into dist/ (.venv-build), twine check, contents check
+#   make test-wheel    install the built wheel into a fresh venv outside the tree; smoke suite there
+#   make test-pythons  the test suite on every CPython 3.9+ found here, each from the built wheel
+#   make docs      build the documentation site into site/ (.venv-docs), warnings as errors
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,7 +20,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 
-.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz clean
+.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz dist test-wheel test-pythons docs clean
 
 all: test
 
@@ -96,7 +100,7 @@ $(CLUSTER_VENV)/.installed: pyproject.toml tests/cluster/requirements.txt
 # TFRECORD_LITE_CLUSTER=1: tests/cluster is collected only here (one Ray and one Dask
 # cluster per session); test_arrow.py runs again with pandas present.
 test-cluster: $(CLUSTER_VENV)/.installed
-	TFRECORD_LITE_CLUSTER=1 $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cluster tests/test_arrow.py $(PYTEST_ARGS)
+	TFRECORD_LITE_CLUSTER=1 $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cluster tests/integrations/test_arrow.py $(PYTEST_ARGS)
 
 protos: install
 	$(PY) -m pip --disable-pip-version-check -q install -r protos/requirements.txt
@@ -151,5 +155,56 @@ $(FUZZ_VENV)/.installed: pyproject.toml
 fuzz: $(FUZZ_VENV)/.installed
 	$(FUZZ_VENV)/bin/python tests/fuzz/run.py --time $(FUZZ_TIME) --work $(FUZZ_VENV)/work $(FUZZ_ARGS)
 
+# --------------------------------------------------------------------------- what users install
+
+# `python -m build` makes the sdist, then the wheel from the sdist (so the sdist must be
+# complete); tests/wheel/check_dist.py checks both against the source tree.
+BUILD_VENV := .venv-build
+$(BUILD_VENV)/.installed:
+	$(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip --disable-pip-version-check -q install "build>=1.2" "twine>=6.1"
+	touch $@
+
+dist: $(BUILD_VENV)/.installed
+	rm -rf dist
+	$(BUILD_VENV)/bin/python -m build --outdir dist . > $(BUILD_VENV)/build.log 2>&1 \
+		|| { cat $(BUILD_VENV)/build.log; exit 1; }
+	$(BUILD_VENV)/bin/python -m twine check --strict dist/*
+	$(BUILD_VENV)/bin/python tests/wheel/check_dist.py dist
+
+# The wheel (no extras) in a fresh venv in a temporary directory outside the tree; the
+# smoke suite copied into another empty one and run from there, so nothing of the source
+# tree can be imported (the suite fails if tfrecord_lite comes from anywhere but the venv).
+test-wheel: dist
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip --disable-pip-version-check -q install dist/*.whl "pytest>=7"; \
+	mkdir "$$tmp/run"; cp tests/wheel/test_*.py "$$tmp/run/"; printf '[pytest]\n' > "$$tmp/run/pytest.ini"; \
+	cd "$$tmp/run" && TFRECORD_LITE_SOURCE="$(CURDIR)" "$$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider
+
+# The whole test suite on each CPython that requires-python (>=3.9) admits and this machine
+# has (PYTHONS: names or paths; by default python3.9 ... python3.13 on PATH or under pyenv),
+# each in its own .venv-pyX.Y with the built wheel (not the tree) and the newest
+# dependencies that support that Python. Run from a copy of tests/ outside the tree, so
+# the wheel is what is tested. Torch is left out (tfrecord_lite.torch's tests skip without it).
+PYTHON_VERSIONS ?= 3.9 3.10 3.11 3.12 3.13
+PYENV_ROOT ?= $(HOME)/.pyenv
+XDIST ?= -n 2
+test-pythons: dist
+	@PYTHON_VERSIONS="$(PYTHON_VERSIONS)" PYENV_ROOT="$(PYENV_ROOT)" XDIST="$(XDIST)" \
+		PYTEST_ARGS="$(PYTEST_ARGS)" bash tests/wheel/test_pythons.sh
+
+# --------------------------------------------------------------------------- documentation
+
+DOCS_VENV := .venv-docs
+$(DOCS_VENV)/.installed: pyproject.toml docs/requirements.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip --disable-pip-version-check -q install -r docs/requirements.txt
+	$(DOCS_VENV)/bin/python -m pip --disable-pip-version-check -q install -e .
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	$(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(CLOUD_VENV) $(CLUSTER_VENV) $(BENCH_VENV) $(FUZZ_VENV) build dist *.egg-info demo-out
+	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(CLOUD_VENV) $(CLUSTER_VENV) $(BENCH_VENV) $(FUZZ_VENV) $(BUILD_VENV) $(DOCS_VENV) .venv-py3.* build dist site *.egg-info demo-out

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make test-pythons`: the whole test suite on each CPython of PYTHON_VERSIONS that this
+# machine has, each in its own venv (.venv-pyX.Y) with the wheel from dist/ installed (not
+# the tree) and the newest dependencies that support that Python.
+#
+# pytest runs from tests/ (not the repository root, so the tree's tfrecord_lite/ is not on
+# sys.path, not even in pytest-xdist's workers), and the plugin tests/wheel/installed_guard.py
+# stops the run unless tfrecord_lite comes from the venv's site-packages.
+# A version that is not installed here is reported as not found; if none is found, or any
+# run fails, the exit status is 1.
+set -euo pipefail
+root=$(pwd)
+versions=${PYTHON_VERSIONS:-3.9 3.10 3.11 3.12 3.13}
+pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
+xdist=${XDIST:--n 2}
+wheels=(dist/*.whl)
+[ -f "${wheels[0]}" ] || { echo "no wheel in dist/: run make dist"; exit 1; }
+wheel="$root/${wheels[0]}"
+
+# The interpreter for version X.Y: pyenv's newest X.Y.*, else pythonX.Y on PATH.
+find_python() {
+    local v=$1 candidate
+    for candidate in $(ls -d "$pyenv_root"/versions/"$v".* 2>/dev/null | sort -V -r); do
+        if [ -x "$candidate/bin/python$v" ]; then echo "$candidate/bin/python$v"; return; fi
+    done
+    candidate=$(command -v "python$v" 2>/dev/null) || return 0
+    "$candidate" -c 'import sys' 2>/dev/null && echo "$candidate"
+    return 0
+}
+
+summary=()
+status=0
+ran=0
+for v in $versions; do
+    py=$(find_python "$v")
+    if [ -z "$py" ]; then
+        summary+=("python$v: not found on this machine")
+        continue
+    fi
+    venv="$root/.venv-py$v"
+    start=$SECONDS
+    [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+    pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+    # newest dependencies for this Python; then the wheel itself, always reinstalled
+    "${pip[@]}" install --upgrade --upgrade-strategy eager "$wheel[fast,image,test]" "pytest-xdist>=3"
+    "${pip[@]}" install --force-reinstall --no-deps "$wheel"
+    echo "== python$v ($("$venv/bin/python" -c 'import platform; print(platform.python_version())')):" \
+        "tfrecord_lite $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("tfrecord-lite-np"))')"
+    log="$venv/pytest.log"
+    set +e
+    (cd "$root/tests" && PYTHONPATH="$root/tests/wheel" "$venv/bin/python" -m pytest \
+        -p installed_guard -x -q -p no:cacheprovider $xdist ${PYTEST_ARGS:-} 2>&1) | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    ran=$((ran + 1))
+    result=$(grep -E '^[=]* ?[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//')
+    summary+=("python$v: ${result:-no result} (exit $rc, $((SECONDS - start)) s with set-up)")
+    [ "$rc" -eq 0 ] || status=1
+done
+
+echo
+echo "test-pythons:"
+printf '  %s\n' "${summary[@]}"
+[ "$ran" -gt 0 ] || { echo "no Python of $versions found"; exit 1; }
+exit $status
