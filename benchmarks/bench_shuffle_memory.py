@@ -33,7 +33,7 @@ MODES = ("stream", "shuffle", "shuffle 16 files", "naive")
 def _child(mode: str, path: str, shards: str, buffer: int) -> None:
     import random
 
-    from tfrecord_lite._dataset import TFRecordDataset
+    from tfrecord_lite._data._dataset import TFRecordDataset
 
     next(iter(TFRecordDataset(path)))  # imports and first buffers before the baseline
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -61,7 +61,7 @@ def _child(mode: str, path: str, shards: str, buffer: int) -> None:
 
 def _write(path: str, shard_prefix: str, n: int, size: int) -> None:
     import tfrecord_lite as tfr
-    from tfrecord_lite._sharded import ShardedWriter
+    from tfrecord_lite._files._sharded import ShardedWriter
 
     payload = os.urandom(size)
     with tfr.TFRecordWriter(path) as w, ShardedWriter(shard_prefix, num_shards=16) as sw:

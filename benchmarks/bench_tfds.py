@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
     import tensorflow_datasets as tfds
 
     import tfrecord_lite
-    from tfrecord_lite._tfds_features import _simplejpeg
+    from tfrecord_lite.tfds._features import _simplejpeg
 
     dirs = _prepare(args.data_dir, args.images, args.rows)
     cores = os.cpu_count() or 1

@@ -327,7 +327,7 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         "zlib-ng",
     ]
     try:
-        from tfrecord_lite import _compress
+        from tfrecord_lite._files import _compress
 
         deflate = _compress.deflate_backend()
         deflate_all = _compress.available_deflate_backends()

@@ -344,7 +344,7 @@ DEFLATE_ENV = "TFRECORD_LITE_DEFLATE_BACKEND"
 def _deflate_backends() -> list[str]:
     """The deflate backends installed here (empty if this tfrecord_lite has none)."""
     try:
-        from tfrecord_lite import _compress
+        from tfrecord_lite._files import _compress
     except ImportError:
         return []
     return list(_compress.available_deflate_backends())
@@ -858,7 +858,7 @@ def naive_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
 
 @impl(("imagenet_raw", "machine"))
 def machine_limits(ctx: Context, task: TaskInfo) -> dict[str, Run]:
-    from tfrecord_lite import _crc
+    from tfrecord_lite._record import _crc
 
     path, size = ctx.path(task.dataset), ctx.entry(task.dataset)["file_bytes"]
 

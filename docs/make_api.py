@@ -35,37 +35,43 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
         "Files",
         "Writing and reading TFRecord files: paths, globs and shard specs, GZIP/ZLIB "
         "compression, the writer and the readers.",
-        ["_io", "_paths"],
+        ["_files._io", "_files._paths"],
     ),
     (
         "Records and framing",
         "The TFRecord framing alone, on bytes in memory (no files), and finding records "
         "in damaged data.",
-        ["_framing", "_recover", "_scan"],
+        ["_record._framing", "_record._recover", "_record._scan"],
     ),
     (
         "Examples: building",
         "Building ``tf.train.Example`` / ``SequenceExample`` records from Python and NumPy "
         "values, as protobuf messages or directly as bytes. The messages themselves are in "
         "[``tfr.train``](#tfrtrain-the-record-messages).",
-        ["_wire", "_example"],
+        ["_examples._wire", "_examples._build"],
     ),
     (
         "Parsing and specs",
         "Feature specs and dtypes, parsing Examples and SequenceExamples into NumPy, the "
         "sparse and ragged results, and schema inference.",
-        ["_schema", "_parse", "_values", "_infer", "_fastparse"],
+        [
+            "_examples._schema",
+            "_examples._parse",
+            "_examples._values",
+            "_examples._infer",
+            "_examples._extract",
+        ],
     ),
     (
         "NumPy",
         "Whole files as NumPy columns, raw bytes as arrays, and images.",
-        ["_arrays", "_decode"],
+        ["_examples._columns", "_decoding._decode"],
     ),
     (
         "Datasets and random access",
         "``tf.data``-style input pipelines, index files and random access, sharded writing. "
         "PyTorch datasets are in [``tfrecord_lite.torch``](#tfrecord_litetorch-pytorch).",
-        ["_dataset", "_sharded", "_index"],
+        ["_data._dataset", "_files._sharded", "_files._index"],
     ),
     (
         "Errors",
@@ -77,7 +83,7 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
     (
         "CRC",
         "CRC-32C and TensorFlow's masked checksum; the fastest installed backend is used.",
-        ["_crc"],
+        ["_record._crc"],
     ),
 ]
 
@@ -125,7 +131,7 @@ kind, signature and docstring, grouped by what it is for. Start with the
 [README](../README.md) for a tour; [datasets.md](datasets.md) covers input pipelines,
 sharding, index files and PyTorch, [cli.md](cli.md) the command line.
 
-The modules that define these names are private (`tfrecord_lite._io`, ...); use the
+The modules that define these names are private (`tfrecord_lite._files._io`, ...); use the
 names from `tfrecord_lite` (and `tfr.train`, `tfr.io`, and the integrations
 `tfrecord_lite.torch`, `.tfds`, `.arrow`, `.ray`, `.dask`). Names
 follow TensorFlow's where there is one, so `tf.io.X` usually becomes `tfr.X` /
@@ -369,7 +375,7 @@ def render_entry(qual: str, obj: Any, module: str) -> str:
 def _home(name: str, obj: Any, modules: dict[str, Any]) -> str:
     """The private module that defines ``name``."""
     if (inspect.isclass(obj) or inspect.isfunction(obj)) and _is_ours(obj):
-        return str(obj.__module__).split(".")[1]
+        return str(obj.__module__).split(".", 1)[1]
     for mod_name, mod in modules.items():
         if name in getattr(mod, "__all__", ()) and getattr(mod, name) is obj:
             return mod_name

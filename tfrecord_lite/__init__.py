@@ -12,42 +12,37 @@ ports by changing ``tf.io.`` / ``tf.train.`` into ``tfr.``::
     for record in tfr.tf_record_iterator("train.tfrecord"):
         ...
 
-Layers, bottom up; a module imports only from its own row or the rows above it:
+The layout, top layer first. A module imports only from its own unit, from the units
+of its own row (integrations excepted: they never import each other) or from the rows
+below; across units only public names travel, through the unit's package
+(``tests/api/test_layers.py`` checks all of it, and that this table says the same):
 
-==========================================  ===================================================
-``example_pb2``, ``feature_pb2``,           generated protobuf messages (private proto package)
-``tensor_pb2``
-``_errors``, ``_version``                   exceptions and the version, used by every layer
-``_crc``                                    CRC-32C backends and TensorFlow's masked CRC
-``_framing``, ``_scan``, ``_recover``       sans-I/O record framing, block scanning, recovery
-``_fs``, ``_paths``, ``_compress``,        files and URLs, globs, shards, GZIP/ZLIB, writer and
-``_io``, ``_ahead``                         reader, reading ahead in a thread
-``_schema``, ``_values``, ``_wire``         feature specs and dtypes, sparse/ragged values
-``_example``                                building Examples (wire format, protobuf objects)
-``_parse``, ``_fastparse``, ``_infer``      parsing into NumPy (vectorized), schema inference
-``_decode``, ``_arrays``, ``_tensor``       decode_raw and images; whole files as NumPy columns;
-                                            serialize_tensor / parse_tensor
-``_index``, ``_sharded``, ``_dataset``      random access, sharded writing, datasets,
-``torch``, ``_cli``, ``_images``            PyTorch, the command line and its helpers,
-``_progress``, ``io``, ``train``, ``data``  and the TensorFlow-named namespaces
-``python_io``, ``compat``, ``image``
-``arrow``, ``ray``, ``dask``                Arrow/pandas tables, Ray Data, Dask (extras)
-==========================================  ===================================================
+==============================================  ==============================================
+unit                                            what it holds
+==============================================  ==============================================
+``__init__``, ``__main__``, ``demo``            the public API assembled, ``python -m``, the demo
+``_cli/``                                       the ``tfrecord-lite`` command, a module a command
+``torch``, ``arrow``, ``ray``, ``dask``,        integrations, each an optional extra: PyTorch,
+``tfds/``                                       Arrow/pandas, Ray Data, Dask, TFDS directories
+``io``, ``train``, ``data``, ``python_io``,     the TensorFlow-named namespaces (``tf.io``,
+``compat``, ``image``                           ``tf.train``, ``tf.data``, TF1 names)
+``_data/``                                      datasets: sources, ops, cache, collate
+``_decoding/``                                  decode_raw, images, tensors, image folders
+``_examples/``                                  feature specs, values, building Examples, the
+                                                compiled parse plan and its engines, inference
+``_files/``                                     paths and URLs, compression, writer, readers,
+                                                salvage, index files, sharded writing
+``_record/``                                    the record format: framing, CRC, scanning,
+                                                resync (bytes in, bytes out: no I/O)
+``_errors``, ``_version``, ``_installed``       exceptions, the version, the install check
+``example_pb2``, ``feature_pb2``,               generated protobuf messages (a private proto
+``tensor_pb2``                                  package, so they coexist with TensorFlow's)
+==============================================  ==============================================
 """
 
-from . import (
-    compat,
-    data,
-    image,
-    io,
-    python_io,
-    train,
-)
-from ._arrays import concat_parsed, read_examples, write_examples
-from ._crc import available_crc_backends, crc_backend, masked_crc32c
-from ._crc import crc32c_checksum as crc32c
-from ._dataset import AUTOTUNE, TFRecordDataset
-from ._decode import decode_image, decode_raw, encode_image
+from . import compat, data, image, io, python_io, train
+from ._data import AUTOTUNE, TFRecordDataset
+from ._decoding import decode_image, decode_raw, encode_image
 from ._errors import (
     ClosedError,
     CompressionError,
@@ -59,68 +54,80 @@ from ._errors import (
     TFRecordError,
     TruncatedRecordError,
 )
-from ._example import (
-    bytes_feature,
-    bytes_rows,
-    encode_example,
-    encode_sequence_example,
-    float_feature,
-    int64_feature,
-    make_example,
-    make_sequence_example,
-)
-from ._framing import RecordDecoder, encode_record, encode_records, iter_records
-from ._index import (
-    RandomAccessError,
-    StaleIndexError,
-    TFRecordFile,
-    create_index,
-    find_index,
-    read_index,
-    write_index,
-)
-from ._infer import FeatureStats, Schema, infer_schema
-from ._io import (
-    TFRecordCompressionType,
-    TFRecordOptions,
-    TFRecordReader,
-    TFRecordWriter,
-    detect_compression,
-    open,
-    read_records,
-    tf_record_iterator,
-)
-from ._parse import (
-    parse_example,
-    parse_sequence_example,
-    parse_single_example,
-    parse_single_sequence_example,
-)
-from ._paths import expand_paths, shard_name
-from ._recover import SkippedDataWarning, SkipReport, find_next_record
-from ._schema import (
+from ._examples import (
     DType,
+    FeatureStats,
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
+    RaggedValue,
+    Schema,
     SparseFeature,
+    SparseValue,
     VarLenFeature,
     as_dtype,
+    bytes_feature,
+    bytes_rows,
+    concat_parsed,
+    encode_example,
+    encode_sequence_example,
     float16,
     float32,
     float64,
+    float_feature,
+    infer_schema,
     int8,
     int16,
     int32,
     int64,
+    int64_feature,
+    make_example,
+    make_sequence_example,
+    parse_example,
+    parse_sequence_example,
+    parse_single_example,
+    parse_single_sequence_example,
+    read_examples,
     string,
     uint8,
     uint16,
     uint32,
     uint64,
+    write_examples,
 )
-from ._sharded import ShardedWriter
-from ._values import RaggedValue, SparseValue
+from ._files import (
+    RandomAccessError,
+    ShardedWriter,
+    StaleIndexError,
+    TFRecordCompressionType,
+    TFRecordFile,
+    TFRecordOptions,
+    TFRecordReader,
+    TFRecordWriter,
+    create_index,
+    detect_compression,
+    expand_paths,
+    find_index,
+    open,
+    read_index,
+    read_records,
+    shard_name,
+    tf_record_iterator,
+    write_index,
+)
+from ._record import (
+    RecordDecoder,
+    SkippedDataWarning,
+    SkipReport,
+    available_crc_backends,
+    crc_backend,
+    encode_record,
+    encode_records,
+    find_next_record,
+    iter_records,
+    masked_crc32c,
+)
+from ._record import crc32c_checksum as crc32c
 from ._version import __version__
 
 __all__ = [

@@ -60,20 +60,24 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import numpy as np
 
 from ._errors import ParseError
-from ._example import _encode_columns, encode_sequence_example
-from ._infer import DEFAULT_SAMPLE, infer_schema
-from ._io import TFRecordOptions, TFRecordReader, TFRecordWriter
-from ._parse import ParsedValue, parse_example, parse_sequence_example
-from ._paths import PathOrFile
-from ._schema import (
+from ._examples import (
+    DEFAULT_SAMPLE,
     FeatureSpec,
     FixedLenSequenceFeature,
+    ParsedValue,
     RaggedFeature,
+    RaggedValue,
     SparseFeature,
+    SparseValue,
     VarLenFeature,
+    encode_columns,
+    encode_sequence_example,
+    infer_schema,
+    parse_example,
+    parse_sequence_example,
     validate_features,
 )
-from ._values import RaggedValue, SparseValue
+from ._files import PathOrFile, TFRecordOptions, TFRecordReader, TFRecordWriter
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -499,7 +503,7 @@ def table_records(
         plain = {
             k: (_ragged_rows(v) if isinstance(v, RaggedValue) else v) for k, v in columns.items()
         }
-        return _encode_columns(plain, n)
+        return encode_columns(plain, n)
     context = {k: v for k, v in columns.items() if k not in seq}
     ctx_rows = {
         k: (_ragged_rows(v) if isinstance(v, RaggedValue) else list(v)) for k, v in context.items()

@@ -16,24 +16,22 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from . import data, image, io, python_io, train
-from ._dataset import TFRecordDataset
-from ._decode import decode_raw
-from ._io import TFRecordCompressionType, TFRecordOptions, TFRecordReader, tf_record_iterator
-from ._parse import (
-    parse_example as _parse_example,
-)
-from ._parse import (
-    parse_single_example as _parse_single_example,
-)
-from ._parse import (
-    parse_single_sequence_example,
-)
-from ._schema import (
+from ._data import TFRecordDataset
+from ._decoding import decode_raw
+from ._examples import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     SparseFeature,
     VarLenFeature,
+    parse_single_sequence_example,
 )
+from ._examples import (
+    parse_example as _parse_example,
+)
+from ._examples import (
+    parse_single_example as _parse_single_example,
+)
+from ._files import TFRecordCompressionType, TFRecordOptions, TFRecordReader, tf_record_iterator
 
 __all__ = ["v1"]
 

@@ -22,10 +22,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from ._infer import DEFAULT_SAMPLE
-from ._io import TFRecordReader, TFRecordWriter
-from ._paths import shard_name
-from ._schema import FeatureSpec
+from ._examples import DEFAULT_SAMPLE, FeatureSpec
+from ._files import TFRecordReader, TFRecordWriter, shard_name
 from .arrow import DEFAULT_BATCH_SIZE, _ReadPlan, table_records
 
 __all__ = ["read_tfrecords", "to_tfrecords"]
@@ -65,7 +63,7 @@ class _ReadPartition:
 
         tables = [self.plan.schema.empty_table()]
         if piece.start is not None:
-            from ._index import TFRecordFile
+            from ._files import TFRecordFile
 
             with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
                 for a in range(piece.start, piece.stop, self.batch_size):

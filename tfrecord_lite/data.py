@@ -11,7 +11,7 @@ Elements are NumPy values (no ``.numpy()`` needed). ``tfr.data.experimental`` ho
 ``AUTOTUNE``, ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY`` and ``cardinality``.
 """
 
-from ._dataset import (
+from ._data import (
     AUTOTUNE,
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,

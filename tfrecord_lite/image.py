@@ -7,7 +7,7 @@ channels=3)``; ``tfr.image.decode_jpeg`` is the same function as
 NumPy's / Pillow's business.
 """
 
-from ._decode import decode_jpeg, decode_png, encode_jpeg, encode_png
-from ._decode import tf_decode_image as decode_image
+from ._decoding import decode_jpeg, decode_png, encode_jpeg, encode_png
+from ._decoding import tf_decode_image as decode_image
 
 __all__ = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]

@@ -13,34 +13,34 @@ Note: ``tfr.io.decode_image`` is TensorFlow's (``channels=``, ``dtype=``, always
 Pillow-style helper that keeps grayscale 2-D.
 """
 
-from ._decode import (
+from ._decoding import (
     decode_jpeg,
+    decode_json_example,
     decode_png,
     decode_raw,
     encode_jpeg,
     encode_png,
+    parse_tensor,
+    serialize_tensor,
 )
-from ._decode import tf_decode_image as decode_image
-from ._io import (
-    TFRecordCompressionType,
-    TFRecordOptions,
-    TFRecordWriter,
-    tf_record_iterator,
-)
-from ._parse import (
-    parse_example,
-    parse_sequence_example,
-    parse_single_example,
-    parse_single_sequence_example,
-)
-from ._schema import (
+from ._decoding import tf_decode_image as decode_image
+from ._examples import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
     SparseFeature,
     VarLenFeature,
+    parse_example,
+    parse_sequence_example,
+    parse_single_example,
+    parse_single_sequence_example,
 )
-from ._tensor import decode_json_example, parse_tensor, serialize_tensor
+from ._files import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
 
 __all__ = [
     "FixedLenFeature",

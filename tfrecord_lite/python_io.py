@@ -16,7 +16,7 @@ and ``tf.python_io.tf_record_iterator(path, options)`` becomes
         ...
 """
 
-from ._io import (
+from ._files import (
     TFRecordCompressionType,
     TFRecordOptions,
     TFRecordWriter,

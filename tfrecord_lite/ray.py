@@ -43,12 +43,19 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from . import _fs
-from ._index import find_index, read_index
-from ._infer import DEFAULT_SAMPLE
-from ._io import TFRecordReader, TFRecordWriter, detect_compression
-from ._paths import expand_paths, shard_name
-from ._schema import FeatureSpec
+from ._examples import DEFAULT_SAMPLE, FeatureSpec
+from ._files import (
+    TFRecordReader,
+    TFRecordWriter,
+    detect_compression,
+    expand_paths,
+    find_index,
+    read_index,
+    shard_name,
+)
+from ._files import (
+    fs as _fs,
+)
 from .arrow import DEFAULT_BATCH_SIZE, _ReadPlan, table_records
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -250,7 +257,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
             return t.append_column("path", pa.array([str(piece.path)] * t.num_rows, pa.string()))
 
         if piece.start is not None and piece.stop is not None:
-            from ._index import TFRecordFile
+            from ._files import TFRecordFile
 
             with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
                 for a in range(piece.start, piece.stop, self.batch_size):
@@ -573,7 +580,7 @@ def write_tfrecords(
 def _convert_shard(
     tasks: list[Any], final: str, compression: Optional[str]
 ) -> tuple[int, list[tuple[str, str]]]:
-    from ._images import convert_task
+    from ._decoding import convert_task
 
     skipped: list[tuple[str, str]] = []
     written = 0
@@ -620,7 +627,7 @@ def images_to_tfrecords(
     """
     import ray
 
-    from ._images import ImageOptions, pil, scan_image_folder
+    from ._decoding import ImageOptions, pil, scan_image_folder
 
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")

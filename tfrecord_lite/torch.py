@@ -75,10 +75,9 @@ except ImportError as _err:  # pragma: no cover - exercised only without torch
         "tfrecord_lite.torch needs PyTorch: pip install 'tfrecord-lite[torch]' (or install torch)"
     ) from _err
 
-from ._dataset import TFRecordDataset
-from ._dataset import collate as _collate
-from ._index import TFRecordFile
-from ._paths import PathOrFile, expand_paths
+from ._data import TFRecordDataset
+from ._data import collate as _collate
+from ._files import PathOrFile, TFRecordFile, expand_paths
 
 __all__ = [
     "IterableDataset",
@@ -119,7 +118,7 @@ def collate(batch: Any) -> Any:
 
     torch's default turns NumPy arrays into tensors and raises on object arrays
     (``bytes`` features) and ragged shapes. With ``batch_size=N``, this stacks the N
-    samples as :meth:`TFRecordDataset.batch` does (:func:`tfrecord_lite._dataset.collate`);
+    samples as :meth:`TFRecordDataset.batch` does (:func:`tfrecord_lite._data._dataset.collate`);
     with ``batch_size=None`` it passes each element through unchanged.
     """
     return _collate(batch) if isinstance(batch, list) else batch
@@ -654,7 +653,7 @@ class MapDataset(_tud.Dataset[Any]):
         for f in self.files:
             self._starts.append(self._starts[-1] + len(f))
         if features is not None:
-            from ._parse import compile_features
+            from ._examples import compile_features
 
             features = compile_features(features)
         self.features = features
@@ -680,7 +679,7 @@ class MapDataset(_tud.Dataset[Any]):
             _install_handoff()
         item: Any = record
         if self.features is not None:
-            from ._parse import parse_single_example
+            from ._examples import parse_single_example
 
             item = parse_single_example(record, self.features)
         if self.transform is not None:

@@ -555,7 +555,7 @@ def test_abort_uploads_aborts_only_the_named_unfinished_uploads(
 ) -> None:
     # A writer killed mid-upload leaves its multipart upload unfinished; a job's clean-up
     # aborts the ones of its own names in its own directory, nothing else.
-    from tfrecord_lite import _fs
+    from tfrecord_lite._files import _fs
 
     client = boto_client(storage_options["client_kwargs"]["endpoint_url"])
     mine = ["out/.part-job1-000000.staging", "out/.part-job1-000001.staging"]

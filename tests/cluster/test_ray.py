@@ -290,7 +290,7 @@ def test_a_failed_job_sweeps_until_cancelled_tasks_are_done(
 
 def test_images_to_tfrecords_equals_the_cli(ray_cluster: Any, tmp_path: Path) -> None:
     from tfrecord_lite._cli import main
-    from tfrecord_lite._images import make_digit_folder
+    from tfrecord_lite._decoding._folders import make_digit_folder
 
     make_digit_folder(str(tmp_path / "digits"), per_class=6)
     local = tmp_path / "local" / "digits"
@@ -311,7 +311,7 @@ def test_images_to_tfrecords_equals_the_cli(ray_cluster: Any, tmp_path: Path) ->
 
 def test_cli_from_images_engine_ray(ray_cluster: Any, tmp_path: Path) -> None:
     from tfrecord_lite._cli import main
-    from tfrecord_lite._images import make_digit_folder
+    from tfrecord_lite._decoding._folders import make_digit_folder
 
     make_digit_folder(str(tmp_path / "digits"), per_class=3, bad=1)
     base = ["-q", "from-images", str(tmp_path / "digits")]

@@ -18,7 +18,7 @@ with atheris.instrument_imports(include=["tfrecord_lite"]):
     import _common
 
     import tfrecord_lite as tfr
-    from tfrecord_lite import _parse
+    from tfrecord_lite._examples import _parse
 
 
 def TestOneInput(data: bytes) -> None:

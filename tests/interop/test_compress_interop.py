@@ -25,7 +25,7 @@ tf.get_logger().setLevel("ERROR")
 warnings.filterwarnings("ignore", message=".*tf_record_iterator.*")
 
 import tfrecord_lite as tfr  # noqa: E402
-from tfrecord_lite import _compress  # noqa: E402
+from tfrecord_lite._files import _compress  # noqa: E402
 
 ENV = _compress.ENV_VAR
 BACKENDS = _compress.available_deflate_backends()

@@ -34,13 +34,13 @@ tfds_real = pytest.importorskip("tensorflow_datasets")
 PIL_Image = pytest.importorskip("PIL.Image")
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(TESTS / "integrations"))
 from tfds_reference import JPEG_FEATURES, JPEG_TOLERANCE, assert_same, load_reference  # noqa: E402
 
 import tfrecord_lite as tfr  # noqa: E402
 import tfrecord_lite.tfds as tfds  # noqa: E402
-from tfrecord_lite._decode import jpeg_backend  # noqa: E402
-from tfrecord_lite._tfds_features import decode_image_bytes  # noqa: E402
+from tfrecord_lite._decoding._decode import jpeg_backend  # noqa: E402
+from tfrecord_lite.tfds._features import decode_image_bytes  # noqa: E402
 
 COMMITTED = TESTS / "data" / "tfds"
 RELATIVE = {

@@ -1,0 +1,247 @@
+"""The vectorized batch extractor must return exactly what the generic protobuf path returns.
+
+Batches mix records that follow one layout with records that do not: reordered keys,
+other varint widths, empty ``Feature()``s, unpacked lists, several packed chunks, merged
+(concatenated) Examples, wrong kinds, unknown fields and garbage. Each batch is parsed
+twice, with ``TFRECORD_LITE_FASTPATH`` on and off, and the results (or errors) compared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import struct
+from typing import Any
+
+import numpy as np
+import pytest
+from _helpers import ld as _ld
+from _helpers import varint as _varint
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecord_lite as tfr
+from tfrecord_lite._examples import _extract as _fastparse
+
+KINDS = {"int64_list": tfr.int64, "float_list": tfr.float32, "bytes_list": tfr.string}
+
+
+def _list(kind: str, values: list[Any], style: str) -> bytes:
+    """A Bytes/Float/Int64List message; ``style``: packed, unpacked, chunks."""
+    if kind == "bytes_list":
+        return b"".join(_ld(1, v) for v in values)
+    if kind == "float_list":
+        items = [struct.pack("<f", v) for v in values]
+        unpacked = [b"\x0d" + x for x in items]
+    else:
+        items = [_varint(v) for v in values]
+        unpacked = [b"\x08" + x for x in items]
+    if not values:
+        return b""
+    if style == "unpacked":
+        return b"".join(unpacked)
+    if style == "chunks" and len(items) > 1:
+        return _ld(1, b"".join(items[:1])) + _ld(1, b"".join(items[1:]))
+    return _ld(1, b"".join(items))
+
+
+def _example(entries: list[tuple[str, str | None, list[Any], str]], extra: bytes = b"") -> bytes:
+    body = b""
+    field = {"bytes_list": 1, "float_list": 2, "int64_list": 3}
+    for key, kind, values, style in entries:
+        feature = b"" if kind is None else _ld(field[kind], _list(kind, values, style))
+        entry_tail = b""
+        if style == "two_kinds" and kind is not None:
+            # oneof: a second kind after the first one; the last one set wins
+            feature += _ld(field["int64_list"], _list("int64_list", [9], "packed"))
+        elif style == "entry_tail":
+            entry_tail = b"\x18\x01"  # an unknown field inside the map entry
+        body += _ld(1, _ld(1, key.encode()) + _ld(2, feature) + entry_tail)
+    return _ld(1, body) + extra
+
+
+def _values(rng: random.Random, kind: str, n: int) -> list[Any]:
+    if kind == "int64_list":
+        pool = [0, 1, 5, 127, 128, 300, 2**31, 2**63 - 1, -1, -(2**63)]
+        return [rng.choice(pool) if rng.random() < 0.5 else rng.randrange(0, 100) for _ in range(n)]
+    if kind == "float_list":
+        return [float(np.float32(rng.uniform(-3, 3))) for _ in range(n)]
+    return [rng.randbytes(rng.choice([0, 1, 3, 3, 3, 40])) for _ in range(n)]
+
+
+def _batch(rng: random.Random, size: int) -> tuple[list[bytes], dict[str, Any]]:
+    keys = [f"f{i}" for i in range(rng.randint(1, 5))]
+    kinds = {k: rng.choice(list(KINDS)) for k in keys}
+    counts = {k: rng.choice([0, 1, 1, 2, 3]) for k in keys}
+    # Most records share one layout (the case the fast path is for); some do not.
+    base_values = {k: _values(rng, kinds[k], counts[k]) for k in keys}
+    records = []
+    for _ in range(size):
+        entries = []
+        for k in keys:
+            values = list(base_values[k])
+            r = rng.random()
+            if r < 0.5:  # same layout, other values of the same width
+                values = [
+                    (v ^ 1 if isinstance(v, int) and 0 < v < 127 else v)
+                    if kinds[k] == "int64_list"
+                    else (bytes(len(v)) if isinstance(v, bytes) else v * 0.5)
+                    for v in values
+                ]
+            elif r < 0.6:
+                values = _values(rng, kinds[k], rng.choice([0, 1, 2, 4]))
+            style = rng.choices(
+                ["packed", "unpacked", "chunks", "two_kinds", "entry_tail"],
+                [0.86, 0.04, 0.04, 0.03, 0.03],
+            )[0]
+            kind: str | None = kinds[k]
+            if rng.random() < 0.03:
+                kind = None  # an empty Feature()
+            elif rng.random() < 0.02:
+                kind = rng.choice(list(KINDS))  # the wrong kind
+                values = _values(rng, kind, 1)
+            if rng.random() < 0.04:
+                continue  # key missing
+            entries.append((k, kind, values, style))
+        if rng.random() < 0.05:
+            rng.shuffle(entries)  # another key order
+        extra = b""
+        r = rng.random()
+        if r < 0.02:
+            extra = _ld(1, b"")  # a second Features field: merged Examples
+        elif r < 0.03:
+            extra = b"\x10\x01"  # an unknown field
+        record = _example(entries, extra)
+        if rng.random() < 0.01:
+            record = record[: rng.randrange(len(record) + 1)]  # garbage
+        records.append(record)
+    specs: dict[str, Any] = {}
+    for k in keys:
+        dtype = KINDS[kinds[k]]
+        c = rng.random()
+        if c < 0.35:
+            specs[k] = tfr.VarLenFeature(dtype)
+        elif c < 0.6:
+            specs[k] = tfr.FixedLenSequenceFeature([], dtype, allow_missing=True)
+        elif c < 0.75:
+            specs[k] = tfr.RaggedFeature(dtype)
+        else:
+            default = [b"?"] * counts[k] if dtype is tfr.string else [7] * counts[k]
+            shape = [] if counts[k] == 1 else [counts[k]]
+            specs[k] = tfr.FixedLenFeature(
+                shape, dtype, default_value=default if counts[k] else None
+            )
+    return records, specs
+
+
+def _parse(records: list[bytes], specs: dict[str, Any], fast: bool, monkeypatch: Any) -> Any:
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1" if fast else "0")
+    try:
+        return ("ok", tfr.parse_example(records, specs))
+    except (tfr.ParseError, ValueError) as err:
+        return ("error", type(err).__name__, str(err))
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a[0] == b[0], (a, b)
+    if a[0] == "error":
+        assert a == b
+        return
+    assert a[1].keys() == b[1].keys()
+    for key in a[1]:
+        x, y = a[1][key], b[1][key]
+        assert type(x) is type(y), key
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape, key
+            assert x.tolist() == y.tolist(), key
+        elif isinstance(x, tfr.SparseValue):
+            for p, q in zip(x, y):
+                assert p.dtype == q.dtype and p.tolist() == q.tolist(), key
+        else:
+            assert x.to_list() == y.to_list(), key
+            assert [s.tolist() for s in x.nested_row_splits] == [
+                s.tolist() for s in y.nested_row_splits
+            ]
+
+
+# Each call sets the environment variable both ways, so sharing monkeypatch is safe.
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), size=st.sampled_from([8, 16, 64, 200]))
+def test_fast_path_equals_generic_path(seed: int, size: int, monkeypatch: Any) -> None:
+    records, specs = _batch(random.Random(seed), size)
+    _same(_parse(records, specs, True, monkeypatch), _parse(records, specs, False, monkeypatch))
+
+
+def test_the_fast_path_is_really_taken(monkeypatch: Any) -> None:
+    # Guard against a comparison that only ever runs the generic path.
+    seen: list[tuple[int, int]] = []
+    real = _fastparse.extract
+
+    def counting(records: Any, needed: Any, **kwargs: Any) -> Any:
+        result = real(records, needed, **kwargs)
+        seen.append((len(records), 0 if result is None else int(result[0].sum())))
+        return result
+
+    monkeypatch.setattr(_fastparse, "extract", counting)
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1")
+    rng = random.Random(5)
+    for _ in range(40):
+        records, specs = _batch(rng, 64)
+        with contextlib.suppress(tfr.ParseError, ValueError):
+            tfr.parse_example(records, specs)
+    total = sum(n for n, _ in seen)
+    fast = sum(h for _, h in seen)
+    assert total and fast / total > 0.5
+
+
+def test_mnist_layout_is_handled_whole_and_exactly() -> None:
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (300, 784), dtype=np.uint8)
+    labels = rng.integers(0, 1000, 300)  # one- and two-byte varints: two lengths
+    records = [
+        tfr.encode_example({"image": images[i].tobytes(), "label": int(labels[i])})
+        for i in range(300)
+    ]
+    needed = {"image": tfr.string, "label": tfr.int64}
+    result = _fastparse.extract(records, needed)
+    assert result is not None
+    handled, cols = result
+    assert handled.all()
+    assert cols["label"].values.tolist() == labels.tolist()
+    assert cols["image"].values.tolist() == [row.tobytes() for row in images]
+
+
+def test_switch_off(monkeypatch: Any) -> None:
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "0")
+    assert not _fastparse.enabled()
+    assert _fastparse.extract([tfr.encode_example({"a": 1})] * 20, {"a": tfr.int64}) is None
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), -1, 0, 127, 128, 2**35])
+def test_varint_widths(value: int, monkeypatch: Any) -> None:
+    records = [tfr.encode_example({"x": [value, 1, value]}) for _ in range(16)]
+    spec = {"x": tfr.FixedLenFeature([3], tfr.int64)}
+    fast = _parse(records, spec, True, monkeypatch)
+    assert fast[0] == "ok"
+    assert fast[1]["x"].tolist() == [[value, 1, value]] * 16
+
+
+def test_every_structural_byte_is_checked(monkeypatch: Any) -> None:
+    # Equal-length records that differ from the layout's template in any one byte that
+    # steers parsing (a tag, a length, a key letter) must not be read along the template.
+    template = tfr.encode_example({"ab": [1, 2], "cd": b"xyz", "ef": [0.5]})
+    layout = _fastparse._layout(template)
+    spec = {
+        "ab": tfr.VarLenFeature(tfr.int64),
+        "cd": tfr.VarLenFeature(tfr.string),
+        "ef": tfr.VarLenFeature(tfr.float32),
+        "ac": tfr.VarLenFeature(tfr.int64),  # what "ab" becomes when its last letter moves
+    }
+    assert len(layout.struct) > 10
+    for pos in layout.struct.tolist():
+        variant = bytearray(template)
+        variant[pos] = (variant[pos] + 1) % 256
+        records = [template] * 12 + [bytes(variant)] + [template] * 3
+        _same(_parse(records, spec, True, monkeypatch), _parse(records, spec, False, monkeypatch))

@@ -1,0 +1,533 @@
+"""Image folders to Examples, image sniffing, preview grids, and a demo image folder.
+
+Used by ``tfrecord-lite from-images`` / ``head`` / ``preview``. Pillow (the
+``image`` extra) is imported only by the functions that decode, encode or draw;
+:func:`sniff_image` and :func:`scan_image_folder` need nothing beyond the standard
+library.
+
+Layout of an image folder: one sub-folder per class, images anywhere below it::
+
+    photos/
+        cat/0001.jpg  cat/more/0002.png
+        dog/a.jpg
+
+Classes are the sub-folder names in sorted order; a class's label is its
+position in that order; files are taken in sorted order of their path. So the
+same folder always gives the same records, whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+import random
+import re
+import signal
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import numpy.typing as npt
+
+from .._examples import encode_example
+from ._decode import decode_image, encode_image
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageFolder",
+    "ImageOptions",
+    "convert_task",
+    "display_array",
+    "draw_grid",
+    "grid_size",
+    "ignore_sigint",
+    "image_example",
+    "make_digit_folder",
+    "scan_image_folder",
+    "sniff_image",
+    "worker_pool",
+]
+
+INSTALL_HINT = "pip install 'tfrecord-lite[image]'"
+
+#: File name endings taken as images (case-insensitive); other files are ignored.
+IMAGE_EXTENSIONS = frozenset(
+    {
+        ".jpg",
+        ".jpeg",
+        ".jpe",
+        ".png",
+        ".gif",
+        ".bmp",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".ppm",
+        ".pgm",
+        ".pbm",
+        ".pnm",
+    }
+)
+
+
+def pil() -> Any:
+    """The ``PIL.Image`` module, or ImportError naming the extra to install."""
+    try:
+        from PIL import Image
+    except ImportError as e:
+        raise ImportError(f"this needs Pillow, which is not installed: {INSTALL_HINT}") from e
+    return Image
+
+
+# --------------------------------------------------------------------------- sniffing
+
+_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _jpeg_size(data: bytes) -> Optional[tuple[int, int]]:
+    i = 2
+    n = len(data)
+    while i + 4 <= n:
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            i += 2
+            continue
+        (seglen,) = struct.unpack_from(">H", data, i + 2)
+        if marker in _SOF_MARKERS:
+            if i + 9 > n:
+                return None
+            height, width = struct.unpack_from(">HH", data, i + 5)
+            return width, height
+        if marker in (0xDA, 0xD9):  # start of scan / end of image: no frame header before
+            return None
+        i += 2 + seglen
+    return None
+
+
+def sniff_image(data: bytes) -> Optional[tuple[str, Optional[int], Optional[int]]]:
+    """``(format, width, height)`` if ``data`` starts like an image file, else None.
+
+    Formats: JPEG, PNG, GIF, WebP, BMP, TIFF (sizes None where the header does not
+    give them, e.g. TIFF or a cut-off JPEG). Reads headers only; no Pillow needed.
+    """
+    b = bytes(data[:65536])
+    if b[:3] == b"\xff\xd8\xff":
+        size = _jpeg_size(b)
+        return ("JPEG", *size) if size else ("JPEG", None, None)
+    if b[:8] == b"\x89PNG\r\n\x1a\n":
+        if len(b) >= 24 and b[12:16] == b"IHDR":
+            w, h = struct.unpack_from(">II", b, 16)
+            return "PNG", w, h
+        return "PNG", None, None
+    if b[:6] in (b"GIF87a", b"GIF89a"):
+        if len(b) >= 10:
+            w, h = struct.unpack_from("<HH", b, 6)
+            return "GIF", w, h
+        return "GIF", None, None
+    if b[:4] == b"RIFF" and b[8:12] == b"WEBP":
+        chunk = b[12:16]
+        if chunk == b"VP8X" and len(b) >= 30:
+            w = int.from_bytes(b[24:27], "little") + 1
+            h = int.from_bytes(b[27:30], "little") + 1
+            return "WebP", w, h
+        if chunk == b"VP8L" and len(b) >= 25 and b[20] == 0x2F:
+            bits = int.from_bytes(b[21:25], "little")
+            return "WebP", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        if chunk == b"VP8 " and len(b) >= 30 and b[23:26] == b"\x9d\x01\x2a":
+            w, h = struct.unpack_from("<HH", b, 26)
+            return "WebP", w & 0x3FFF, h & 0x3FFF
+        return "WebP", None, None
+    if b[:2] == b"BM" and len(b) >= 26:
+        (dib,) = struct.unpack_from("<I", b, 14)
+        if dib in (12, 40, 52, 56, 64, 108, 124):
+            if dib == 12:
+                w, h = struct.unpack_from("<HH", b, 18)
+                return "BMP", w, h
+            wi, hi = struct.unpack_from("<ii", b, 18)
+            return "BMP", abs(wi), abs(hi)
+    if b[:4] in (b"II*\x00", b"MM\x00*"):
+        return "TIFF", None, None
+    return None
+
+
+# --------------------------------------------------------------------------- folders
+
+
+class ImageFolder(NamedTuple):
+    """What :func:`scan_image_folder` found.
+
+    ``classes``: sub-folder names, sorted (label = position). ``files``:
+    ``(relative path, label)`` of every image file, sorted by path. ``ignored``:
+    relative paths of files skipped because they are not images by name or are
+    not inside a class folder.
+    """
+
+    root: str
+    classes: list[str]
+    files: list[tuple[str, int]]
+    ignored: list[str]
+
+
+def scan_image_folder(root: str) -> ImageFolder:
+    """List an image folder with one sub-folder per class (see the module documentation)."""
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"not a directory: {root!r}")
+    classes: list[str] = []
+    ignored: list[str] = []
+    for entry in sorted(os.listdir(root)):
+        if entry.startswith("."):
+            continue
+        if os.path.isdir(os.path.join(root, entry)):
+            classes.append(entry)
+        else:
+            ignored.append(entry)
+    files: list[tuple[str, int]] = []
+    for label, name in enumerate(classes):
+        found: list[str] = []
+        base = os.path.join(root, name)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            rel_dir = os.path.relpath(dirpath, root)
+            for fn in filenames:
+                if fn.startswith("."):
+                    continue
+                rel = os.path.join(rel_dir, fn)
+                if os.path.splitext(fn)[1].lower() in IMAGE_EXTENSIONS:
+                    found.append(rel)
+                else:
+                    ignored.append(rel)
+        files.extend((rel, label) for rel in sorted(found))
+    return ImageFolder(root, classes, files, sorted(ignored))
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """How :func:`image_example` stores an image.
+
+    ``size``: ``(width, height)`` to resize to, or None to keep each image's size.
+    ``encode``: ``"jpeg"``, ``"png"`` (under ``image/encoded``) or ``"raw"`` (uint8
+    pixels under ``image_raw``, with ``image_raw/shape`` and ``image_raw/dtype`` so
+    :func:`tfrecord_lite.read_examples` returns the images as an array).
+    ``channels``: ``"auto"`` (grayscale stays 1 channel, everything else RGB),
+    ``"1"`` or ``"3"``. ``quality``: JPEG quality.
+    """
+
+    size: Optional[tuple[int, int]] = None
+    encode: str = "jpeg"
+    channels: str = "auto"
+    quality: int = 95
+
+
+_PASS_MODES = {"auto": ("L", "RGB"), "1": ("L",), "3": ("RGB",)}
+
+
+def _pixels(data: bytes, options: ImageOptions) -> npt.NDArray[np.uint8]:
+    mode = {"1": "L", "3": "RGB"}.get(options.channels)
+    arr = decode_image(data, mode=mode)
+    if arr.ndim == 3 and arr.shape[2] == 2:  # gray + alpha: drop the alpha
+        arr = np.ascontiguousarray(arr[:, :, 0])
+    elif arr.ndim == 3 and arr.shape[2] == 4:  # RGBA: drop the alpha
+        arr = np.ascontiguousarray(arr[:, :, :3])
+    if options.size is not None:
+        width, height = options.size
+        if arr.shape[1] != width or arr.shape[0] != height:
+            image_mod = pil()
+            resample = getattr(image_mod, "Resampling", image_mod).BILINEAR
+            img = image_mod.fromarray(arr).resize((width, height), resample)
+            arr = np.asarray(img, dtype=np.uint8)
+    return arr
+
+
+def _mode_of(data: bytes) -> Optional[str]:
+    try:
+        with pil().open(io.BytesIO(data)) as img:
+            mode: str = img.mode
+            return mode
+    except Exception:
+        return None
+
+
+def image_example(
+    data: bytes, relpath: str, label: int, class_name: str, options: ImageOptions
+) -> bytes:
+    """One serialized Example for an image file's bytes.
+
+    Features: ``image/encoded`` (or ``image_raw`` + ``image_raw/shape`` +
+    ``image_raw/dtype``), ``image/format``, ``image/class/label``,
+    ``image/class/text``, ``image/height``, ``image/width``, ``image/channels``,
+    ``image/filename``. A JPEG (PNG) file stored as JPEG (PNG) at its own size and
+    colour mode is kept byte for byte. Undecodable bytes raise
+    :class:`tfrecord_lite.ParseError`.
+    """
+    arr = _pixels(data, options)
+    height, width = int(arr.shape[0]), int(arr.shape[1])
+    channels = 1 if arr.ndim == 2 else int(arr.shape[2])
+    feats: dict[str, Any] = {}
+    if options.encode == "raw":
+        feats["image_raw"] = arr.tobytes()
+        feats["image_raw/shape"] = np.array([height, width, channels], dtype=np.int64)
+        feats["image_raw/dtype"] = np.dtype(np.uint8).str.encode()
+        fmt = "raw"
+    else:
+        fmt = options.encode
+        sniffed = sniff_image(data)
+        same_format = sniffed is not None and sniffed[0].lower() == fmt
+        resized = sniffed is not None and (sniffed[1], sniffed[2]) != (width, height)
+        if same_format and not resized and _mode_of(data) in _PASS_MODES[options.channels]:
+            encoded = bytes(data)
+        else:
+            encoded = encode_image(arr, fmt, quality=options.quality)
+        feats["image/encoded"] = encoded
+    feats["image/format"] = fmt.encode()
+    feats["image/class/label"] = int(label)
+    feats["image/class/text"] = class_name.encode("utf-8", "surrogateescape")
+    feats["image/height"] = height
+    feats["image/width"] = width
+    feats["image/channels"] = channels
+    feats["image/filename"] = os.fsencode(relpath.replace(os.sep, "/"))
+    return encode_example(feats)
+
+
+_BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
+
+#: ``(root, relative path, label, class name, options)``: one unit of work.
+Task = tuple[str, str, int, str, ImageOptions]
+
+
+def ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C is the parent's to handle (one message, cleanup), not the workers'."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[Any]:
+    """A ``multiprocessing`` pool whose workers ignore SIGINT; terminated on exit.
+
+    SIGINT is ignored in the parent while the workers start, so forked workers never
+    see a Ctrl-C before :func:`ignore_sigint` runs; the parent's own handler (the
+    ``KeyboardInterrupt`` that the command line turns into ``interrupted``) is
+    restored before any work is handed out.
+    """
+    import multiprocessing
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = multiprocessing.get_context().Pool(workers, initializer=ignore_sigint)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def convert_task(task: Task) -> tuple[Optional[bytes], Optional[str]]:
+    """Worker: ``(serialized Example, None)`` or ``(None, why it was skipped)``. Never raises."""
+    root, rel, label, class_name, options = task
+    try:
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+        return image_example(data, rel, label, class_name, options), None
+    except ImportError:
+        raise
+    except Exception as e:  # a bad file must never stop the whole job
+        reason = str(getattr(e, "message", None) or e or type(e).__name__)
+        reason = _BYTESIO.sub("(not a known image format)", reason)
+        return None, " ".join(reason.split())
+
+
+# --------------------------------------------------------------------------- display
+
+
+def display_array(arr: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
+    """An image array of any numeric dtype as uint8 ``(H, W)`` or ``(H, W, 3)`` for display.
+
+    ``(H, W, 1)`` becomes ``(H, W)``; 2 channels keep the first; 4 drop alpha.
+    Floats in [0, 1] are scaled by 255; other non-uint8 data is stretched to 0..255.
+    """
+    a = np.asarray(arr)
+    if a.ndim == 3:
+        c = a.shape[2]
+        if c == 1 or c == 2:
+            a = a[:, :, 0]
+        elif c >= 3:
+            a = a[:, :, :3]
+    if a.ndim not in (2, 3):
+        raise ValueError(f"an image needs 2 or 3 dimensions, got shape {a.shape}")
+    if a.dtype == np.uint8:
+        return np.ascontiguousarray(a)
+    if a.dtype == np.bool_:
+        return np.ascontiguousarray(a.astype(np.uint8) * 255)
+    f = a.astype(np.float64)
+    finite = f[np.isfinite(f)]
+    if finite.size == 0:
+        return np.zeros(a.shape, dtype=np.uint8)
+    lo, hi = float(finite.min()), float(finite.max())
+    if a.dtype.kind == "f" and lo >= 0.0 and hi <= 1.0:
+        f = f * 255.0
+    elif a.dtype.kind in "iu" and lo >= 0 and hi <= 255:
+        pass
+    elif hi > lo:
+        f = (f - lo) * (255.0 / (hi - lo))
+    else:
+        f = np.zeros_like(f)
+    return np.ascontiguousarray(np.clip(np.nan_to_num(f), 0, 255).astype(np.uint8))
+
+
+#: Pixels between cells and around the grid.
+GRID_PAD = 2
+#: Height of the label strip under each cell.
+LABEL_HEIGHT = 14
+
+
+def grid_size(
+    n: int, cell: int, cols: Optional[int] = None, labels: bool = True
+) -> tuple[int, int]:
+    """``(width, height)`` in pixels of the grid :func:`draw_grid` draws for ``n`` cells."""
+    cols = cols or max(1, math.ceil(math.sqrt(n)))
+    cols = max(1, min(cols, n)) if n else 1
+    rows = max(1, math.ceil(n / cols))
+    label_h = LABEL_HEIGHT if labels else 0
+    return (
+        cols * cell + (cols + 1) * GRID_PAD,
+        rows * (cell + label_h) + (rows + 1) * GRID_PAD,
+    )
+
+
+def draw_grid(
+    cells: Sequence[tuple[Optional[npt.NDArray[np.uint8]], Optional[str]]],
+    cell: int = 96,
+    cols: Optional[int] = None,
+) -> Any:
+    """A PIL image: each ``(uint8 array or None, label)`` fitted into a ``cell`` px square.
+
+    Images smaller than the cell are enlarged by a whole factor (crisp pixels, as
+    MNIST grids are drawn); larger ones are shrunk. ``None`` draws a crossed-out
+    cell (an image that could not be decoded). Labels go in a strip under each
+    cell when any label is given.
+    """
+    image_mod = pil()
+    from PIL import ImageDraw, ImageFont
+
+    n = len(cells)
+    with_labels = any(label for _, label in cells)
+    cols = cols or max(1, math.ceil(math.sqrt(n)))
+    cols = max(1, min(cols, n)) if n else 1
+    width, height = grid_size(n, cell, cols, with_labels)
+    label_h = LABEL_HEIGHT if with_labels else 0
+    canvas = image_mod.new("RGB", (width, height), (40, 40, 40))
+    draw = ImageDraw.Draw(canvas)
+    font = ImageFont.load_default()
+    resample = getattr(image_mod, "Resampling", image_mod)
+    for i, (arr, label) in enumerate(cells):
+        r, c = divmod(i, cols)
+        x0 = GRID_PAD + c * (cell + GRID_PAD)
+        y0 = GRID_PAD + r * (cell + label_h + GRID_PAD)
+        draw.rectangle([x0, y0, x0 + cell - 1, y0 + cell - 1], fill=(0, 0, 0))
+        if arr is None:
+            draw.line([x0, y0, x0 + cell - 1, y0 + cell - 1], fill=(200, 40, 40), width=2)
+            draw.line([x0, y0 + cell - 1, x0 + cell - 1, y0], fill=(200, 40, 40), width=2)
+        else:
+            img = image_mod.fromarray(arr)
+            h, w = arr.shape[:2]
+            if w <= cell and h <= cell:
+                k = max(1, min(cell // w, cell // h))
+                img = img.resize((w * k, h * k), resample.NEAREST)
+            else:
+                scale = min(cell / w, cell / h)
+                size = (max(1, round(w * scale)), max(1, round(h * scale)))
+                img = img.resize(size, resample.BILINEAR)
+            if img.mode != "RGB":
+                img = img.convert("RGB")
+            canvas.paste(img, (x0 + (cell - img.width) // 2, y0 + (cell - img.height) // 2))
+        if label:
+            text = label
+            while text and draw.textlength(text, font=font) > cell:
+                text = text[:-1]
+            if text != label and len(text) > 1:
+                text = text[:-1] + "~"
+            tw = draw.textlength(text, font=font)
+            draw.text((x0 + (cell - tw) / 2, y0 + cell + 1), text, fill=(230, 230, 230), font=font)
+    return canvas
+
+
+# --------------------------------------------------------------------------- demo folder
+
+# Seven-segment digits: segment -> end points in a 1 x 2 box.
+_SEGMENTS = {
+    "a": ((0.0, 0.0), (1.0, 0.0)),
+    "b": ((1.0, 0.0), (1.0, 1.0)),
+    "c": ((1.0, 1.0), (1.0, 2.0)),
+    "d": ((0.0, 2.0), (1.0, 2.0)),
+    "e": ((0.0, 1.0), (0.0, 2.0)),
+    "f": ((0.0, 0.0), (0.0, 1.0)),
+    "g": ((0.0, 1.0), (1.0, 1.0)),
+}
+_DIGITS = ("abcdef", "bc", "abdeg", "abcdg", "bcfg", "acdfg", "acdefg", "abc", "abcdefg", "abcdfg")
+
+
+def _draw_digit(digit: int, size: int, rng: random.Random) -> npt.NDArray[np.uint8]:
+    image_mod = pil()
+    from PIL import ImageDraw
+
+    big = size * 4
+    img = image_mod.new("L", (big, big), 0)
+    draw = ImageDraw.Draw(img)
+    seg_w = big * rng.uniform(0.18, 0.26)
+    seg_h = seg_w * rng.uniform(0.95, 1.15)
+    slant = rng.uniform(-0.25, 0.25)
+    cx = big / 2 + rng.uniform(-0.08, 0.08) * big
+    cy = big / 2 + rng.uniform(-0.06, 0.06) * big
+    thick = max(2, int(big * rng.uniform(0.06, 0.1)))
+    ink = rng.randint(170, 255)
+
+    def point(p: tuple[float, float]) -> tuple[float, float]:
+        x, y = p
+        y_off = (y - 1.0) * seg_h
+        return cx + (x - 0.5) * seg_w - slant * y_off, cy + y_off
+
+    for seg in _DIGITS[digit]:
+        p, q = (point(e) for e in _SEGMENTS[seg])
+        draw.line([p, q], fill=ink, width=thick)
+        for x, y in (p, q):
+            rad = thick / 2
+            draw.ellipse([x - rad, y - rad, x + rad, y + rad], fill=ink)
+    resample = getattr(image_mod, "Resampling", image_mod).LANCZOS
+    small = np.asarray(img.resize((size, size), resample), dtype=np.float64)
+    noise = np.array([rng.gauss(0.0, 8.0) for _ in range(size * size)]).reshape(size, size)
+    out: npt.NDArray[np.uint8] = np.clip(small + noise, 0, 255).astype(np.uint8)
+    return out
+
+
+def make_digit_folder(
+    dest: str, per_class: int = 20, size: int = 28, seed: int = 0, bad: int = 0
+) -> ImageFolder:
+    """Write an MNIST-like image folder: ``dest/0/`` ... ``dest/9/``, ``per_class`` PNGs each.
+
+    Each image is a hand-drawn-looking seven-segment digit (random size, slant,
+    position, stroke and noise), ``size`` x ``size`` grayscale. ``bad`` extra files
+    named ``.png`` that are not images are added (to show how ``from-images``
+    reports them). Deterministic for a given ``seed``. Needs Pillow.
+    """
+    image_mod = pil()
+    rng = random.Random(seed)
+    for digit in range(10):
+        folder = os.path.join(dest, str(digit))
+        os.makedirs(folder, exist_ok=True)
+        for i in range(per_class):
+            arr = _draw_digit(digit, size, rng)
+            image_mod.fromarray(arr).save(os.path.join(folder, f"{digit}-{i:04d}.png"))
+    for i in range(bad):
+        with open(os.path.join(dest, str(i % 10), f"broken-{i}.png"), "wb") as f:
+            f.write(b"this is not a picture\n")
+    return scan_image_folder(dest)

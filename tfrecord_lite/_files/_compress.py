@@ -1,0 +1,920 @@
+"""Deflate and inflate for GZIP/ZLIB TFRecord files, with a fast backend when installed.
+
+TensorFlow compresses with zlib. The bytes a deflate stream holds are not
+unique: any encoder's output is a valid stream that every inflater (TensorFlow's
+included) reads. So the encoder is ours to choose:
+
+``isal``     Intel ISA-L (the ``fast`` extra, ``pip install "tfrecord-lite[fast]"``):
+             deflate 10-15x and inflate 1.2-2.3x faster than zlib here, but its
+             output is 0-35% bigger than zlib's level 6 (about equal on
+             incompressible data such as JPEGs, far bigger on repetitive tabular
+             records)
+``zlib-ng``  ``pip install zlib-ng``: zlib's options, output no bigger than zlib's at
+             the same level, deflate 1.6-2.7x and inflate 1.2-2x faster
+``zlib``     the standard library: the exact bytes TensorFlow writes
+
+``TFRECORD_LITE_DEFLATE_BACKEND`` (read each time a writer or reader is created)
+chooses: ``auto`` (default), ``isal``, ``zlib-ng`` or ``zlib``. Naming a backend
+that is not installed is an ``ImportError`` with the line that installs it.
+``zlib`` gives the bytes ``tf.io.TFRecordWriter`` writes, byte for byte.
+
+``auto`` keeps files as small as TensorFlow's (within 3%) and writes them as
+fast as that allows. Each writer compresses its first :data:`TRIAL_BYTES` with
+the standard library's zlib at the level asked for (the size TensorFlow gets)
+and with a ladder of faster encoders, fastest first: ISA-L level 1, then zlib-ng
+at up to :data:`LADDER_STEPS` levels below the one asked for (for the default,
+zlib level 6: zlib-ng 4, then 5). It keeps the first whose output is at most
+:data:`SIZE_TOLERANCE` (1.03) times zlib's, else zlib-ng (zlib when zlib-ng is
+not installed) at the level asked for. Without the fast extra, ``auto`` is
+zlib, silently.
+
+How ``compression_level`` maps onto the backends:
+
+==========================  ================================  ========================
+zlib level (TF option)      ``auto``: first within 3% of       ``isal`` / ``zlib-ng``
+                            zlib's size on the sample          by name
+==========================  ================================  ========================
+-1 (TF's default = zlib 6)  ISA-L 1, zlib-ng 4, 5, zlib-ng 6   ISA-L 1 / zlib-ng 6
+1 - 6 (``L``)               ISA-L 1, zlib-ng L-2, L-1, L       ISA-L 1 / zlib-ng L
+0 (store only)              zlib-ng 0                          zlib 0 / zlib-ng 0
+7 - 9                       zlib-ng at that level              zlib / zlib-ng: that level
+==========================  ================================  ========================
+
+Levels 7-9 ask for the smallest output, and get it at that level. ISA-L has
+levels 0-3, not zlib's 0-9; its level 1 is its fastest, and within 2% of its
+levels 2 and 3 on the benchmark data. A writer whose options ISA-L cannot honour
+uses zlib (or, with ``auto``, zlib-ng at the level asked for): ``mem_level``
+other than TensorFlow's 9, a ``compression_strategy`` other than 0, or
+``flush_mode=Z_PARTIAL_FLUSH``. Window bits 9-15 (and the gzip forms) are
+honoured by every backend. Whatever encodes the data, the file starts with the
+header zlib writes for the same options (level included).
+
+Deflating over threads: on a machine with more than one core, ISA-L and zlib-ng
+(never ``zlib`` by name, whose bytes are TensorFlow's) deflate
+:data:`DEFLATE_CHUNK` at a time on a thread per core (at most 8), the way pigz
+does: each chunk is primed with the 32 KiB of input before it (the deflate
+window; so sizes stay within about 0.1% of one stream's), ends with a sync flush,
+and the chunks joined behind zlib's header and followed by the CRC-32 and size
+(GZIP) or Adler-32 (ZLIB) of the whole input are one ordinary deflate stream.
+At most two chunks per thread are in flight. A writer with a per-record
+``flush_mode`` deflates in its own thread; so does a file of one chunk.
+
+Reading: ISA-L's inflater cannot be copied, and a damaged stream must still
+give back every record before the damage. So ISA-L inflates only streams that
+can be read again from a known offset (seekable files); when it meets damage or
+a premature end, the current gzip member is decoded again with zlib from its
+start, the bytes already handed out are dropped, and zlib's own checks and error
+messages decide. Other streams use zlib-ng (when installed) or zlib.
+Decompression is always bounded: at most :data:`INFLATE_CHUNK` output bytes per
+call, whatever the input claims. Each call is given about the compressed input
+that fills that bound at the stream's ratio so far (:data:`INFLATE_FEED_MIN`),
+not a whole block read: what the bound leaves unread, inflaters hand back as a
+copy. A file reader gets :data:`READ_CHUNK` (512 KiB) of inflated data at a time.
+
+Inflating ahead: every backend's inflater lets other threads run while it works,
+so a compressed stream that is not a local file (an object store's, a file
+object's), of at least :data:`AHEAD_MIN_BYTES` or of unknown size, is read and
+inflated in a background thread (:func:`inflate_ahead`) while the caller frames
+and checks the records already inflated, on machines with more than one core:
+there the thread also hides the waits for the network. A local file is inflated
+inline (:data:`AHEAD_LOCAL`), as measured below. The thread keeps at most
+:data:`AHEAD_DEPTH` (3) inflated chunks of at most :data:`AHEAD_CHUNK` (512 KiB)
+waiting for the reader, besides the one it is inflating: with the reader's own, at most 2.5 MiB of inflated data
+exist at a time (inline: one :data:`READ_CHUNK`, 512 KiB, plus the reader's
+buffer), so memory stays flat and a deflate bomb is refused in bounded memory.
+Several smaller chunks in the queue absorb scheduling delays on a busy machine
+better than one big one. The overlap is not free: each inflate call returns into
+Python, so every chunk passes the GIL between the two threads, and where that
+hand-off is slow (a small virtual machine) it costs what the overlap gains. On
+the 2-vCPU machine of the benchmarks, reading the 51 MB MNIST-like GZIP file
+took 85-100 ms inline and 97-113 ms with the thread (bigger chunks, 1-2 MiB,
+were slower still: their fresh buffers cost page faults), hence local files are
+inflated inline, unless a parser reads their records (a dataset's ``parse``,
+:data:`AHEAD_PARSED`): parsing a chunk takes long enough for the thread to
+inflate the next between two hand-offs. ``parse(spec).batch(1024)`` over the
+same file (the benchmarks' ``mnist_gzip_parse``): 588 krec/s inline, 668 with the
+thread; over the taxi-like GZIP shards, medians within 8% either way.
+``TFRECORD_LITE_THREADS=1`` reads every stream inline.
+Records, errors and their positions are the same as inflating inline: the thread's exception is raised in
+the reader. Closing the reader (or dropping it) stops and joins the thread.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections import deque
+from collections.abc import Generator, Iterator
+from typing import Any, Callable, Optional, Union
+
+from .._errors import CompressionError
+from ._ahead import ReadAhead
+
+__all__ = [
+    "AHEAD_CHUNK",
+    "AHEAD_DEPTH",
+    "AHEAD_MIN_BYTES",
+    "AHEAD_THREAD",
+    "BACKEND_ORDER",
+    "ENV_VAR",
+    "INFLATE_CHUNK",
+    "INFLATE_FEED_MIN",
+    "READ_CHUNK",
+    "SIZE_TOLERANCE",
+    "TRIAL_BYTES",
+    "StreamEnd",
+    "available_deflate_backends",
+    "compressobj",
+    "configured_backend",
+    "deflate_backend",
+    "inflate",
+    "inflate_ahead",
+    "inflate_backend",
+    "isal_level",
+]
+
+#: Inflaters ``auto`` picks from, fastest first (zlib-ng, when installed, before zlib).
+BACKEND_ORDER = ("isal", "zlib-ng", "zlib")
+KNOWN = ("isal", "zlib-ng", "zlib")
+ENV_VAR = "TFRECORD_LITE_DEFLATE_BACKEND"
+#: At most this many decompressed bytes per inflate call (bounds memory on deflate bombs).
+INFLATE_CHUNK = 1024 * 1024
+#: The least compressed input one inflate call is given. Each call gets about the
+#: input that fills its output bound at the ratio the stream has had so far (the
+#: first a quarter of the bound): input the bound leaves unread comes back as a
+#: copy (``unconsumed_tail``), so feeding much more than that costs a copy per call.
+INFLATE_FEED_MIN = 16 * 1024
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_INSTALL = {
+    "isal": 'pip install "tfrecord-lite[fast]"  (or: pip install isal)',
+    "zlib-ng": "pip install zlib-ng",
+}
+_modules: dict[str, Any] = {}
+
+
+def _module(name: str) -> Any:
+    """The zlib-like module of backend ``name`` (imported lazily, cached); ImportError if absent."""
+    mod = _modules.get(name)
+    if mod is not None:
+        return mod
+    if name == "zlib":
+        mod = zlib
+    elif name == "isal":
+        from isal import isal_zlib as mod  # type: ignore[import-not-found,no-redef,unused-ignore]
+    elif name == "zlib-ng":
+        from zlib_ng import zlib_ng as mod  # type: ignore[import-not-found,no-redef,unused-ignore]
+    else:
+        raise ValueError(
+            f"unknown deflate backend {name!r}; expected auto or one of {', '.join(KNOWN)}"
+        )
+    _modules[name] = mod
+    return mod
+
+
+def _loads(name: str) -> bool:
+    try:
+        _module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def available_deflate_backends() -> list[str]:
+    """Names of the deflate backends installed here (``zlib`` is always there)."""
+    return [name for name in KNOWN if _loads(name)]
+
+
+def configured_backend() -> str:
+    """``TFRECORD_LITE_DEFLATE_BACKEND`` checked: ``auto`` (unset) or an installed backend.
+
+    A backend named there but not installed raises ``ImportError``; an unknown
+    name ``ValueError``.
+    """
+    forced = os.environ.get(ENV_VAR, "").strip().lower()
+    if not forced or forced == "auto":
+        return "auto"
+    if forced not in KNOWN:
+        raise ValueError(
+            f"{ENV_VAR}={forced!r} is not a deflate backend; expected auto or one of "
+            f"{', '.join(KNOWN)}"
+        )
+    try:
+        _module(forced)
+    except ImportError:
+        raise ImportError(
+            f"{ENV_VAR}={forced} but {forced} is not installed: {_INSTALL[forced]}"
+        ) from None
+    return forced
+
+
+def _exact() -> str:
+    """The encoder ``auto`` uses where ISA-L is not good enough: zlib-ng, else zlib."""
+    return "zlib-ng" if _loads("zlib-ng") else "zlib"
+
+
+def deflate_backend() -> str:
+    """The deflate backend a writer uses now, before it sees data.
+
+    ``auto`` (the default) reports ``isal`` when installed: a writer then judges
+    ISA-L on its first :data:`TRIAL_BYTES` (see :func:`compressobj`).
+    """
+    name = configured_backend()
+    if name != "auto":
+        return name
+    return "isal" if _loads("isal") else _exact()
+
+
+def inflate_backend(restartable: bool) -> str:
+    """The inflater for a stream (``restartable``: it can be read again from an offset)."""
+    name = configured_backend()
+    if name == "auto":
+        name = "isal" if _loads("isal") else _exact()
+    if name == "isal" and not restartable:
+        name = _exact()
+    return name
+
+
+def isal_level(level: int) -> Optional[int]:
+    """The ISA-L level used for zlib ``level`` (-1 = default), or None when zlib is used."""
+    if level == -1 or 1 <= level <= 6:
+        return 1
+    return None
+
+
+def _zlib_level(level: int) -> int:
+    """zlib's own level for ``level`` (-1, the default, is 6)."""
+    return 6 if level == -1 else level
+
+
+def _isal_honours(mem_level: int, strategy: int, flush_mode: int) -> bool:
+    """Whether ISA-L can honour these zlib options (``auto`` tries faster encoders only then)."""
+    return mem_level == 9 and strategy == 0 and flush_mode != zlib.Z_PARTIAL_FLUSH
+
+
+def _ladder(level: int, mem_level: int, strategy: int, flush_mode: int) -> list[tuple[str, int]]:
+    """The faster encoders ``auto`` tries on a writer's sample, fastest first:
+    ``(backend, its level)``; empty when only the exact encoder is right."""
+    if not _isal_honours(mem_level, strategy, flush_mode):
+        return []
+    out: list[tuple[str, int]] = []
+    mapped = isal_level(level)
+    if mapped is not None and _loads("isal"):
+        out.append(("isal", mapped))
+    zl = _zlib_level(level)
+    if 1 <= zl <= 6 and _loads("zlib-ng"):
+        out.extend(("zlib-ng", lv) for lv in range(max(1, zl - LADDER_STEPS), zl))
+    return out
+
+
+def compressobj(
+    level: int, wbits: int, mem_level: int, strategy: int, flush_mode: int = zlib.Z_NO_FLUSH
+) -> tuple[Any, str]:
+    """A compressor for one stream and the backend that makes it: ``(object, name)``.
+
+    ``level``, ``wbits``, ``mem_level`` and ``strategy`` are zlib's
+    (``zlib.compressobj``); ``flush_mode`` is the writer's per-record flush. The
+    object has zlib's ``compress(data)`` / ``flush(mode)`` and ``close()`` (stops
+    its threads, if any, without finishing the stream).
+
+    With ``auto`` the name is ``"auto"``: the object judges the faster encoders on
+    its first :data:`TRIAL_BYTES` (see the module docstring); its ``backend`` and
+    ``level`` attributes say which encoder it kept.
+    """
+    name = configured_backend()
+    if name == "auto":
+        if _ladder(level, mem_level, strategy, flush_mode):
+            return _Trial(level, wbits, mem_level, strategy, flush_mode), "auto"
+        name = _exact()
+    if name == "isal":
+        mapped = isal_level(level)
+        if mapped is None or not _isal_honours(mem_level, strategy, flush_mode):
+            name, mapped = "zlib", level
+        return _encoder(name, mapped, level, wbits, mem_level, strategy, flush_mode), name
+    return _encoder(name, level, level, wbits, mem_level, strategy, flush_mode), name
+
+
+def _encoder(
+    name: str,
+    backend_level: int,
+    level: int,
+    wbits: int,
+    mem_level: int,
+    strategy: int,
+    flush_mode: int,
+) -> Any:
+    """The compressor of backend ``name`` at ``backend_level`` for a stream asked for at
+    zlib ``level``: chunked over threads where that pays, else one stream; its
+    header is always zlib's for ``level`` and these options."""
+    threads = deflate_threads()
+    if name != "zlib" and flush_mode == zlib.Z_NO_FLUSH and threads > 1:
+        return _Chunked(name, backend_level, level, wbits, mem_level, strategy, threads)
+    z: Any
+    if name == "zlib":
+        z = zlib.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy)
+        return _Named(z, name, _zlib_level(level))
+    if name == "isal":
+        z = _module("isal").compressobj(backend_level, zlib.DEFLATED, wbits, mem_level, 0)
+    else:
+        z = _module(name).compressobj(backend_level, zlib.DEFLATED, wbits, mem_level, strategy)
+    if name == "isal" or backend_level != level:
+        # ISA-L's headers, and zlib-ng's at another level, differ from zlib's.
+        z = _ZlibHeader(z, _zlib_header(level, wbits, mem_level, strategy))
+    return _Named(z, name, _zlib_level(backend_level))
+
+
+#: Bytes an ``auto`` writer judges the faster encoders on (its first input, or all of it).
+TRIAL_BYTES = 128 * 1024
+#: ``auto`` keeps a faster encoder when its output is at most this many times zlib's.
+SIZE_TOLERANCE = 1.03
+#: ``auto`` also tries zlib-ng up to this many levels below the one asked for.
+LADDER_STEPS = 2
+
+
+class _Trial:
+    """A compressor that picks its encoder on its first input.
+
+    Its first :data:`TRIAL_BYTES` (or all its input, if less) are compressed by
+    the standard library's zlib at the level asked for (the size TensorFlow's
+    writer gets) and by each encoder of the ladder (:func:`_ladder`), fastest
+    first; the first whose output is at most :data:`SIZE_TOLERANCE` times zlib's
+    is kept, else zlib-ng (or zlib) at the level asked for. The kept encoder then
+    compresses the stream from its start.
+    """
+
+    __slots__ = ("_args", "_n", "_pending", "_z", "backend", "level")
+
+    def __init__(
+        self, level: int, wbits: int, mem_level: int, strategy: int, flush_mode: int
+    ) -> None:
+        self._args = (level, wbits, mem_level, strategy, flush_mode)
+        self._pending: list[bytes] = []
+        self._n = 0
+        self._z: Any = None
+        #: The backend kept (``"isal"``, ``"zlib-ng"`` or ``"zlib"``); ``""`` before.
+        self.backend = ""
+        #: The kept backend's level.
+        self.level = level
+
+    def _decide(self) -> bytes:
+        level, wbits, mem_level, strategy, flush_mode = self._args
+        sample = b"".join(self._pending)
+        self._pending = []
+        name, chosen = _exact(), level
+        if sample:
+            bits = _raw_bits(wbits)
+            trial = sample[:TRIAL_BYTES]
+            limit = len(zlib.compress(trial, _zlib_level(level), -bits)) * SIZE_TOLERANCE
+            for backend, backend_level in _ladder(level, mem_level, strategy, flush_mode):
+                if len(_module(backend).compress(trial, backend_level, -bits)) <= limit:
+                    name, chosen = backend, backend_level
+                    break
+        self._z = _encoder(name, chosen, level, wbits, mem_level, strategy, flush_mode)
+        self.backend, self.level = name, chosen
+        return bytes(self._z.compress(sample))
+
+    def compress(self, data: Any) -> bytes:
+        if self._z is not None:
+            out: bytes = self._z.compress(data)
+            return out
+        self._pending.append(bytes(data))
+        self._n += len(data)
+        if self._n < TRIAL_BYTES:
+            return b""
+        return self._decide()
+
+    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
+        head = self._decide() if self._z is None else b""
+        out: bytes = self._z.flush(mode)
+        return head + out if head else out
+
+    def close(self) -> None:
+        if self._z is not None:
+            self._z.close()
+
+
+class _Named:
+    """A one-stream compressor, with the backend and level that make it."""
+
+    __slots__ = ("_z", "backend", "compress", "flush", "level")
+
+    def __init__(self, z: Any, backend: str, level: int) -> None:
+        self._z = z
+        self.compress = z.compress
+        self.flush = z.flush
+        self.backend = backend
+        self.level = level
+
+    def close(self) -> None:
+        pass
+
+
+def _raw_bits(wbits: int) -> int:
+    """The window bits (9-15) of a zlib ``wbits`` (raw, zlib or gzip form)."""
+    bits = -wbits if wbits < 0 else wbits - 16 if wbits > 15 else wbits
+    return max(bits, 9)
+
+
+# --------------------------------------------------------------------------- chunked deflate
+
+#: Input bytes each thread of a chunked deflate compresses at a time.
+DEFLATE_CHUNK = 1024 * 1024
+
+
+def deflate_threads() -> int:
+    """Threads a writer's deflate uses (0 or 1: it deflates in the writer's thread)."""
+    return min(_cores(), 8)
+
+
+def _deflate_piece(
+    mod: Any,
+    level: int,
+    bits: int,
+    mem_level: int,
+    strategy: int,
+    zdict: bytes,
+    parts: list[Any],
+    mode: int,
+) -> bytes:
+    """Raw deflate of one chunk (``parts``, in order), primed with the bytes before it;
+    it ends byte-aligned (``mode``: a sync or full flush) or ends the stream (Z_FINISH)."""
+    if zdict:
+        z = mod.compressobj(level, zlib.DEFLATED, -bits, mem_level, strategy, zdict=zdict)
+    else:
+        z = mod.compressobj(level, zlib.DEFLATED, -bits, mem_level, strategy)
+    out = [z.compress(part) for part in parts]
+    out.append(z.flush(mode))
+    return b"".join(out)
+
+
+class _Chunked:
+    """One standard GZIP/ZLIB stream, deflated a :data:`DEFLATE_CHUNK` at a time by threads.
+
+    Each chunk is deflated independently, primed with the window of input before
+    it (so matches still reach back as far as one stream's would), and ends with
+    a sync flush (byte-aligned, not final); the last ends the stream. Joined in
+    order behind zlib's header and followed by the checksum of all the input
+    (CRC-32 and size for GZIP, Adler-32 for ZLIB), they are one ordinary deflate
+    stream that any inflater reads. At most two chunks per thread are in flight,
+    so memory stays flat; a file of one chunk is deflated in the caller's thread.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        backend_level: int,
+        level: int,
+        wbits: int,
+        mem_level: int,
+        strategy: int,
+        threads: int,
+    ) -> None:
+        #: The backend deflating (``"isal"`` or ``"zlib-ng"``) and its level.
+        self.backend = backend
+        self.level = _zlib_level(backend_level)  # -1 is zlib's 6
+        #: Threads deflating.
+        self.threads = threads
+        self._mod = _module(backend)
+        self._bits = _raw_bits(wbits)
+        self._window = 1 << self._bits
+        self._opts = (backend_level, mem_level, 0 if backend == "isal" else strategy)
+        self._form = "gzip" if wbits > 15 else "zlib" if wbits > 0 else "raw"
+        self._head = _zlib_header(level, wbits, mem_level, strategy)
+        self._check = 0 if self._form == "gzip" else 1
+        self._size = 0
+        self._pieces: list[bytes] = []
+        self._n = 0
+        self._zdict = b""
+        self._pool: Any = None
+        self._running: deque[Any] = deque()
+        self._done: list[bytes] = []
+        self._finished = False
+
+    def _submit(self, parts: list[Any], mode: int) -> None:
+        """Deflate ``parts`` (bytes, or views of bytes) after everything submitted so far."""
+        mod, check = self._mod, self._check
+        for part in parts:
+            if self._form == "gzip":
+                check = mod.crc32(part, check)
+            elif self._form == "zlib":
+                check = mod.adler32(part, check)
+            self._size += len(part)
+        self._check = check
+        level, mem_level, strategy = self._opts
+        args = (mod, level, self._bits, mem_level, strategy, self._zdict, parts, mode)
+        window = self._window
+        if mode == zlib.Z_FULL_FLUSH:
+            self._zdict = b""
+        else:  # the last ``window`` bytes of input so far prime the next chunk
+            tail: list[bytes] = []
+            need = window
+            for part in reversed(parts):
+                take = bytes(part[-need:]) if len(part) > need else bytes(part)
+                tail.append(take)
+                need -= len(take)
+                if need <= 0:
+                    break
+            tail.append(self._zdict[-need:] if need > 0 else b"")
+            self._zdict = b"".join(reversed(tail))[-window:]
+        if self._pool is None and mode == zlib.Z_FINISH and not self._running:
+            self._done.append(_deflate_piece(*args))  # all in one chunk: no thread needed
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(
+                self.threads, thread_name_prefix="tfrecord_lite-deflate"
+            )
+        while len(self._running) >= 2 * self.threads:
+            self._done.append(self._running.popleft().result())
+        try:
+            self._running.append(self._pool.submit(_deflate_piece, *args))
+        except RuntimeError:
+            # The interpreter is exiting (a writer finished by its __del__): the
+            # chunks submitted so far are done; this one is deflated here.
+            while self._running:
+                self._done.append(self._running.popleft().result())
+            self._done.append(_deflate_piece(*args))
+
+    def _take(self, wait: bool) -> bytes:
+        """The output ready so far, in order (``wait``: of everything submitted)."""
+        running, done = self._running, self._done
+        while running and (wait or running[0].done()):
+            done.append(running.popleft().result())
+        if not done:
+            return b""
+        if self._head:
+            done.insert(0, self._head)
+            self._head = b""
+        out = b"".join(done)
+        done.clear()
+        return out
+
+    def _cut(self, mode: Optional[int]) -> None:
+        """Submit the buffered input a chunk at a time; the rest is submitted with
+        ``mode`` at its end, or (``None``) stays buffered."""
+        step = DEFLATE_CHUNK
+        group: list[Any] = []
+        size = 0
+        piece: Any
+        for piece in self._pieces:
+            while size + len(piece) >= step:
+                cut = step - size
+                view = memoryview(piece)
+                group.append(view[:cut] if cut < len(piece) else piece)
+                self._submit(group, zlib.Z_SYNC_FLUSH)
+                group, size = [], 0
+                piece = view[cut:]
+            if len(piece):
+                group.append(piece)
+                size += len(piece)
+        if mode is None:
+            self._pieces, self._n = group, size
+        else:
+            self._pieces, self._n = [], 0
+            self._submit(group, mode)
+
+    def compress(self, data: Any) -> bytes:
+        if self._finished:
+            raise zlib.error("compress() after the stream was finished")
+        piece = data if type(data) is bytes else bytes(data)  # the caller may reuse its buffer
+        if piece:
+            self._pieces.append(piece)
+            self._n += len(piece)
+            if self._n >= DEFLATE_CHUNK:
+                self._cut(None)
+        return self._take(False)
+
+    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
+        if self._finished:
+            return b""
+        if mode == zlib.Z_NO_FLUSH:
+            return self._take(False)
+        if mode == zlib.Z_FINISH:
+            self._cut(zlib.Z_FINISH)
+            out = self._take(True)
+            self._finished = True
+            self.close()
+            if self._form == "gzip":
+                return out + struct.pack("<II", self._check & 0xFFFFFFFF, self._size & 0xFFFFFFFF)
+            if self._form == "zlib":
+                return out + struct.pack(">I", self._check & 0xFFFFFFFF)
+            return out
+        # Z_SYNC_FLUSH, Z_FULL_FLUSH (and the rest): everything so far, byte-aligned.
+        self._cut(zlib.Z_FULL_FLUSH if mode == zlib.Z_FULL_FLUSH else zlib.Z_SYNC_FLUSH)
+        return self._take(True)
+
+    def close(self) -> None:
+        """Stop the threads (waiting for the chunks they are on). Idempotent."""
+        pool, self._pool = self._pool, None
+        self._running.clear()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __del__(self) -> None:
+        try:  # noqa: SIM105 - contextlib may be gone when this runs at interpreter exit
+            self.close()
+        except Exception:
+            pass
+
+
+def _zlib_header(level: int, wbits: int, mem_level: int, strategy: int) -> bytes:
+    """The header zlib writes for these options: 10 bytes (gzip), 2 (zlib) or none (raw)."""
+    size = 10 if wbits > 15 else 2 if wbits > 0 else 0
+    if not size:
+        return b""
+    z = zlib.compressobj(level, zlib.DEFLATED, wbits, mem_level, strategy)
+    return (z.compress(b"") + z.flush(zlib.Z_FULL_FLUSH))[:size]
+
+
+class _ZlibHeader:
+    """A compressor whose stream starts with zlib's header for the same options.
+
+    ISA-L's own gzip header says OS "unknown" (255) and its zlib header another
+    level; the deflate data after it is independent of the header, so writing
+    zlib's header keeps the file's first bytes exactly TensorFlow's.
+    """
+
+    __slots__ = ("_head", "_z")
+
+    def __init__(self, z: Any, head: bytes) -> None:
+        self._z = z
+        self._head = head
+
+    def _fix(self, out: bytes) -> bytes:
+        head = self._head
+        n = min(len(head), len(out))
+        self._head = head[n:]
+        return head[:n] + out[n:]
+
+    def compress(self, data: Any) -> bytes:
+        out: bytes = self._z.compress(data)
+        return self._fix(out) if self._head and out else out
+
+    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
+        out: bytes = self._z.flush(mode)
+        return self._fix(out) if self._head and out else out
+
+
+def _decompressobj(backend: str, wbits: int) -> Any:
+    return _module(backend).decompressobj(wbits)
+
+
+class StreamEnd(Exception):
+    """Internal: the compressed input ended before the deflate stream did."""
+
+
+#: ``restart(offset)``: the compressed stream again, from byte ``offset`` on.
+Restart = Callable[[int], Iterator[bytes]]
+
+
+def inflate(
+    raw: Iterator[bytes],
+    compression: str,
+    path: Optional[str],
+    restart: Optional[Restart] = None,
+    chunk: int = INFLATE_CHUNK,
+) -> Iterator[bytes]:
+    """Decompress a GZIP (possibly several members) or ZLIB stream, in bounded chunks
+    (at most ``chunk`` <= :data:`INFLATE_CHUNK` bytes each).
+
+    Raises :class:`StreamEnd` (after yielding everything decodable) when the input
+    ends before the stream's end marker, so the caller can say which record was
+    cut; a damaged stream is a :class:`CompressionError` after everything before
+    the damage was yielded. ``restart`` (a re-readable stream) lets the ISA-L
+    backend be used: see the module docstring.
+    """
+    backend = inflate_backend(restart is not None)
+    wbits = 31 if compression == "GZIP" else 15
+    chunk = max(1, min(chunk, INFLATE_CHUNK))
+    feed = max(INFLATE_FEED_MIN, chunk // 4)
+    error = getattr(_module(backend), "error", zlib.error)
+    z = _decompressobj(backend, wbits)
+    consumed = 0  # compressed bytes handed to z so far
+    member_start = 0  # compressed offset where z's member starts
+    member_out = 0  # bytes z has produced (and we yielded) in this member
+    skip = 0  # after a replay: output bytes to drop (already yielded)
+    started = False
+    padding = False  # zero bytes seen after a complete gzip member
+    carry = b""  # bytes after a complete gzip member, too few to tell what follows
+    it = raw
+    while True:
+        replay = False
+        for block in it:
+            # A view: moving past the bytes inflated copies nothing.
+            data = memoryview(carry + block if carry else block)
+            carry = b""
+            while data:
+                if z.eof:
+                    # ``data`` follows a complete stream (the member may have ended
+                    # exactly at a block boundary, so this is checked here, per block).
+                    if compression != "GZIP":
+                        return  # anything after a ZLIB stream is ignored, as TensorFlow does
+                    if padding or data[0] == 0:
+                        if bytes(data).strip(b"\x00"):
+                            raise CompressionError(
+                                "unexpected bytes after the zero padding that follows the "
+                                f"GZIP stream (compressed byte {consumed}); the file is damaged",
+                                path=path,
+                            )
+                        padding = True
+                        consumed += len(data)
+                        break
+                    if len(data) < 2:
+                        carry = bytes(data)
+                        break
+                    if data[:2] != _GZIP_MAGIC:
+                        raise CompressionError(
+                            "unexpected bytes after the end of the GZIP stream (compressed "
+                            f"byte {consumed}): not a gzip member; the file is damaged",
+                            path=path,
+                        )
+                    z = _decompressobj(backend, wbits)  # the next concatenated member
+                    member_start, member_out = consumed, 0
+                started = True
+                saved = z.copy() if backend != "isal" else None
+                # At most ``feed`` compressed bytes per call (see INFLATE_FEED_MIN).
+                piece = data if len(data) <= feed else data[:feed]
+                try:
+                    out = z.decompress(piece, chunk)
+                except error as err:
+                    if saved is None:
+                        replay = True
+                        break
+                    # zlib drops the output of a call that fails: decode again up to the
+                    # damage, so the intact records before it are still returned.
+                    bad = yield from _salvage(saved, data, error, skip, chunk)
+                    raise CompressionError(
+                        f"the {compression} stream is damaged: {err} (noticed at compressed "
+                        f"byte {consumed + bad}); the file is corrupt, or is not {compression}",
+                        path=path,
+                    ) from None
+                made = len(out)
+                if made:
+                    member_out += made
+                    if skip:
+                        cut = min(skip, len(out))
+                        skip -= cut
+                        out = out[cut:]
+                    if out:
+                        yield out
+                used = len(piece) - len(z.unused_data if z.eof else z.unconsumed_tail)
+                if made and used:
+                    feed = max(INFLATE_FEED_MIN, min(chunk, used * chunk // made))
+                consumed += used
+                data = data[used:]
+            if replay:
+                break
+        if not replay and backend == "isal" and started and not z.eof and not carry:
+            replay = True  # a premature end: let zlib judge it, from the member's start
+        if not replay:
+            break
+        # ISA-L met damage (or an early end): decode this member again with zlib.
+        assert restart is not None
+        backend, error = "zlib", zlib.error
+        z = _decompressobj(backend, wbits)
+        skip, member_out = member_out, 0
+        consumed, carry, padding = member_start, b"", False
+        it = restart(member_start)
+    if carry:  # one byte after the last member: the start of a member, cut short?
+        if carry != _GZIP_MAGIC[:1]:
+            raise CompressionError(
+                f"unexpected byte after the end of the GZIP stream (compressed byte "
+                f"{consumed}): not a gzip member; the file is damaged",
+                path=path,
+            )
+        raise StreamEnd()
+    if started and not z.eof:
+        try:
+            tail = z.flush()
+        except error as err:  # pragma: no cover - flush() of an inflater rarely fails
+            raise CompressionError(
+                f"the {compression} stream is damaged: {err}", path=path
+            ) from None
+        if tail and skip:
+            cut = min(skip, len(tail))
+            skip -= cut
+            tail = tail[cut:]
+        if tail:
+            yield tail
+        if not z.eof:
+            raise StreamEnd()
+
+
+def _salvage(
+    z: Any, data: Union[bytes, memoryview], error: Any, skip: int, chunk: int
+) -> Generator[bytes, None, int]:
+    """Yield what ``z`` decompresses from ``data`` before the first byte it rejects
+    (less the first ``skip`` bytes, already handed out).
+
+    Returns the offset in ``data`` of that byte (where the inflater noticed the damage).
+    """
+    pos = 0
+    step = 4096
+    while pos < len(data) and not z.eof:
+        piece = data[pos : pos + step]
+        saved = z.copy()
+        try:
+            out = z.decompress(piece, chunk)
+        except error:
+            if step == 1:
+                return pos
+            z, step = saved, 1  # find the exact byte
+            continue
+        if out and skip:
+            cut = min(skip, len(out))
+            skip -= cut
+            out = out[cut:]
+        if out:
+            yield out
+        pos += len(piece) - len(z.unconsumed_tail)
+    return pos
+
+
+# --------------------------------------------------------------------------- inflating ahead
+
+#: Compressed streams at least this big (or of unknown size) are inflated in a thread.
+AHEAD_MIN_BYTES = 512 * 1024
+#: Inflated chunks the background thread may keep waiting for the reader (0: no thread).
+AHEAD_DEPTH = 3
+#: Whether local files are inflated ahead too (reading a local file, the GIL hand-off
+#: per chunk costs more than the overlap gains; see the module docstring).
+AHEAD_LOCAL = False
+#: Whether a local file whose records a parser reads is inflated ahead all the same:
+#: the parse between two chunks gives the thread time to run (see the module docstring).
+AHEAD_PARSED = True
+#: The most bytes one inflated chunk a file reader gets holds, inline or ahead. Half
+#: of :data:`INFLATE_CHUNK`: fresh output buffers of 1 MiB cost page faults that
+#: 512 KiB ones mostly do not (inflating the benchmark's 51 MB GZIP file and framing
+#: its records inline: 112 ms in 1 MiB chunks, 91 ms in 512 KiB ones; 256 KiB: 92).
+READ_CHUNK = 512 * 1024
+#: The most bytes one chunk inflated ahead holds.
+AHEAD_CHUNK = READ_CHUNK
+#: The name of the thread that inflates a stream ahead.
+AHEAD_THREAD = "tfrecord_lite-inflate"
+
+
+#: Caps the threads compression may use (``1``: none besides the caller's own).
+THREADS_ENV = "TFRECORD_LITE_THREADS"
+
+
+def _cores() -> int:
+    """The cores this process may run on, capped by ``TFRECORD_LITE_THREADS`` when set.
+
+    Processes that already fill every core (DataLoader workers, Ray or Dask tasks)
+    can set it to 1: GZIP/ZLIB then inflate and deflate in the calling thread.
+    """
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    cap = os.environ.get(THREADS_ENV, "").strip()
+    if cap:
+        try:
+            limit = int(cap)
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise ValueError(
+                f"{THREADS_ENV}={cap!r}: expected a whole number of threads, at least 1 "
+                "(1: GZIP/ZLIB start no threads of their own)"
+            )
+        n = min(n, limit)
+    return n
+
+
+def ahead_pays(compressed_size: Optional[int], local: bool = False, parsed: bool = False) -> bool:
+    """Whether a stream of ``compressed_size`` bytes (None: unknown) is inflated in a
+    thread; ``local``: it is a local file (inline unless :data:`AHEAD_LOCAL`, or
+    ``parsed`` and :data:`AHEAD_PARSED`); ``parsed``: a parser reads its records."""
+    if AHEAD_DEPTH < 1 or _cores() < 2:
+        return False
+    if local and not (AHEAD_LOCAL or (parsed and AHEAD_PARSED)):
+        return False
+    return compressed_size is None or compressed_size >= AHEAD_MIN_BYTES
+
+
+def inflate_ahead(
+    raw: Iterator[bytes],
+    compression: str,
+    path: Optional[str],
+    restart: Optional[Restart] = None,
+    compressed_size: Optional[int] = None,
+    local: bool = False,
+    parsed: bool = False,
+) -> Iterator[bytes]:
+    """:func:`inflate`, in a background thread when that pays (see :func:`ahead_pays`).
+
+    The result has ``close()``: call it before closing the file ``raw`` reads,
+    so the thread has stopped reading it.
+    """
+    if not ahead_pays(compressed_size, local, parsed):
+        return inflate(raw, compression, path, restart, READ_CHUNK)
+    return ReadAhead(
+        inflate(raw, compression, path, restart, AHEAD_CHUNK),
+        AHEAD_DEPTH,
+        name=AHEAD_THREAD,
+        what="this GZIP/ZLIB reader",
+        again="open the file again in this process",
+    )
