@@ -46,8 +46,8 @@ demo: install-demo
 	$(PY) -m tfrecord_lite.demo --out demo-out
 
 lint: install
-	$(PY) -m ruff check tfrecord_lite tests benchmarks docs/make_api.py
-	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs/make_api.py
+	$(PY) -m ruff check tfrecord_lite tests benchmarks docs
+	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs
 
 typecheck: install
 	$(PY) -m mypy
@@ -204,7 +204,8 @@ $(DOCS_VENV)/.installed: pyproject.toml docs/requirements.txt
 	touch $@
 
 docs: $(DOCS_VENV)/.installed
-	$(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site
+	$(DOCS_VENV)/bin/python docs/check_reference.py site
 
 clean:
 	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(CLOUD_VENV) $(CLUSTER_VENV) $(BENCH_VENV) $(FUZZ_VENV) $(BUILD_VENV) $(DOCS_VENV) .venv-py3.* build dist site *.egg-info demo-out
