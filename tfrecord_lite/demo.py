@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -142,7 +143,7 @@ def image_folder(out: str, per_class: int) -> None:
         from PIL import Image
     except ImportError:
         print(
-            "\n(skipping the image-folder step: it needs Pillow, `pip install tfrecord-lite[image]`)"
+            "\n(skipping the image-folder step: it needs Pillow, `pip install "tfrecord-lite-np[image]"`)"
         )
         return
     _step(f"image folder -> shards with `tfrecord-lite` ({10 * per_class} PNG files)")
@@ -154,6 +155,7 @@ def image_folder(out: str, per_class: int) -> None:
         os.makedirs(cls, exist_ok=True)
         Image.fromarray(img).save(os.path.join(cls, f"{i:04d}.png"))
     shards = os.path.join(out, "shards", "digits")
+    shown = command_name()
     cli = [sys.executable, "-m", "tfrecord_lite"]
     commands = [
         [
@@ -187,7 +189,7 @@ def image_folder(out: str, per_class: int) -> None:
         ],
     ]
     for cmd in commands:
-        print("$ tfrecord-lite " + " ".join(cmd[3:]))
+        print(f"$ {shown} " + " ".join(cmd[3:]))
         subprocess.run(cmd, check=True)
     features = {
         "image/encoded": tfr.FixedLenFeature([], tfr.string),
@@ -199,6 +201,18 @@ def image_folder(out: str, per_class: int) -> None:
         pixels = np.stack([tfr.decode_image(b) for b in batch["image/encoded"]])
         seen += len(pixels)
     print(f"streamed {seen} images back as NumPy batches of 64 (pixels {pixels.shape[1:]})")
+
+
+def command_name() -> str:
+    """How to call the ``tfrecord-lite`` command from here: its name where it is on ``PATH``,
+    else its path beside this Python (a virtual environment that is not activated)."""
+    script = os.path.join(os.path.dirname(sys.executable), "tfrecord-lite")
+    found = shutil.which("tfrecord-lite")
+    if not os.path.exists(script):
+        return "tfrecord-lite" if found else f"{os.path.relpath(sys.executable)} -m tfrecord_lite"
+    if found and os.path.samefile(found, script):
+        return "tfrecord-lite"
+    return os.path.relpath(script)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -219,6 +233,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tensorflow_style(args.out, min(args.n, 5000))
     image_folder(args.out, args.per_class)
     print("\nDemo complete.")
+    if command_name() != "tfrecord-lite":
+        bin_dir = os.path.relpath(os.path.dirname(sys.executable))
+        print(
+            f"The command line is {command_name()}; `. {os.path.join(bin_dir, 'activate')}` "
+            "puts `tfrecord-lite` on your PATH."
+        )
     return 0
 
 
