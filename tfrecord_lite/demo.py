@@ -143,7 +143,7 @@ def image_folder(out: str, per_class: int) -> None:
         from PIL import Image
     except ImportError:
         print(
-            "\n(skipping the image-folder step: it needs Pillow, `pip install "tfrecord-lite-np[image]"`)"
+            "\n(skipping the image-folder step: it needs Pillow, `pip install 'tfrecord-lite-np[image]'`)"
         )
         return
     _step(f"image folder -> shards with `tfrecord-lite` ({10 * per_class} PNG files)")
