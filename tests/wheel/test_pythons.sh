@@ -48,7 +48,9 @@ for v in $versions; do
         "tfrecord_lite $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("tfrecord-lite-np"))')"
     log="$venv/pytest.log"
     set +e
-    (cd "$root/tests" && PYTHONPATH="$root/tests/wheel" "$venv/bin/python" -m pytest \
+    # a hung run fails after PYTEST_TIMEOUT seconds instead of eating CI's time
+    (cd "$root/tests" && PYTHONPATH="$root/tests/wheel" timeout "${PYTEST_TIMEOUT:-600}" \
+        "$venv/bin/python" -m pytest \
         -p installed_guard -x -q -p no:cacheprovider $xdist ${PYTEST_ARGS:-} 2>&1) | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
