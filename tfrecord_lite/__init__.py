@@ -24,6 +24,8 @@ unit                                            what it holds
 ``_cli/``                                       the ``tfrecord-lite`` command, a module a command
 ``torch``, ``arrow``, ``ray``, ``dask``,        integrations, each an optional extra: PyTorch,
 ``tfds/``                                       Arrow/pandas, Ray Data, Dask, TFDS directories
+``_tables/``                                    what the table integrations share: the Arrow
+                                                type mapping, read plan, file pieces, extras
 ``io``, ``train``, ``data``, ``python_io``,     the TensorFlow-named namespaces (``tf.io``,
 ``compat``, ``image``                           ``tf.train``, ``tf.data``, TF1 names)
 ``_data/``                                      datasets: sources, ops, cache, collate
@@ -40,7 +42,7 @@ unit                                            what it holds
 ==============================================  ==============================================
 """
 
-from . import compat, data, image, io, python_io, train
+from . import _installed, compat, data, image, io, python_io, train
 from ._data import AUTOTUNE, TFRecordDataset
 from ._decoding import decode_image, decode_raw, encode_image
 from ._errors import (
@@ -221,3 +223,7 @@ __all__ = [
     "write_examples",
     "write_index",
 ]
+
+# The unrelated ``tfrecord-lite`` distribution installs a module of the same name: say so
+# when both are installed in this environment (one metadata look-up when it is not).
+_installed.check(__file__)

@@ -285,7 +285,7 @@ def test_gif_animation_frames() -> None:
 
 
 def test_jpeg_default_dct_documented() -> None:
-    from tfrecord_lite._decoding._decode import JPEG_MAX_DIFF
+    from tfrecord_lite._decoding._jpeg import JPEG_MAX_DIFF
 
     assert JPEG_MAX_DIFF == 8
     assert "8" in (tfr.io.decode_jpeg.__doc__ or "")
@@ -306,7 +306,7 @@ def _photo_jpeg(subsampling: int, gray: bool = False, quality: int = 90) -> byte
 
 
 def test_jpeg_backend_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfrecord_lite._decoding._decode import jpeg_backend
+    from tfrecord_lite._decoding._jpeg import jpeg_backend
 
     monkeypatch.setenv("TFRECORD_LITE_JPEG_BACKEND", "pillow")
     assert jpeg_backend() == "pillow"
@@ -331,7 +331,7 @@ def test_jpeg_backends_agree_where_both_are_exact(
     """Both backends give TensorFlow's pixels for INTEGER_ACCURATE and for 4:4:4 / gray
     with the default DCT, so they agree there; on 4:2:0 with the default DCT Pillow is
     within JPEG_MAX_DIFF (simplejpeg is exact: tests/interop/test_tensor_interop.py)."""
-    from tfrecord_lite._decoding._decode import JPEG_MAX_DIFF
+    from tfrecord_lite._decoding._jpeg import JPEG_MAX_DIFF
 
     if backend == "simplejpeg":
         pytest.importorskip("simplejpeg")

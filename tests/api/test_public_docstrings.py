@@ -1,4 +1,4 @@
-"""docs/api.md is current, and the public API is documented and fully type-hinted."""
+"""The public API is documented and fully type-hinted (the API reference is built from it)."""
 
 from __future__ import annotations
 
@@ -7,103 +7,13 @@ import importlib
 import importlib.util
 import inspect
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-import pytest
-
 import tfrecord_lite as tfr
-
-ROOT = Path(__file__).resolve().parent.parent
-MAKE_API = ROOT / "docs" / "make_api.py"
-API_MD = ROOT / "docs" / "api.md"
 
 #: Public names allowed to lack a docstring or type hints, with the reason. Keep it short.
 EXEMPT: dict[str, str] = {}
-
-
-def load_make_api() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_api", MAKE_API)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_api_md_is_current() -> None:
-    pytest.importorskip("torch", reason="docs/api.md documents tfrecord_lite.torch")
-    expected = load_make_api().render()
-    current = API_MD.read_text(encoding="utf-8") if API_MD.exists() else ""
-    assert current == expected, (
-        "docs/api.md is stale (the public API or a docstring changed): "
-        "run `python docs/make_api.py` and commit docs/api.md"
-    )
-
-
-def test_every_public_name_is_in_api_md() -> None:
-    text = API_MD.read_text(encoding="utf-8")
-    missing = []
-    for name in tfr.__all__:
-        if name in ("io", "train", "data", "compat", "python_io", "image", "__version__"):
-            continue  # namespaces: their names are checked below
-
-        if f"### `tfr.{name}`" not in text and f"| `tfr.{name}` |" not in text:
-            missing.append(f"tfr.{name}")
-
-    def listed(qual: str) -> bool:  # a row "same object as", or an entry of its own
-        return f"| `{qual}` |" in text or f"### `{qual}`" in text
-
-    for prefix, ns in (
-        ("tfr.io", tfr.io),
-        ("tfr.data", tfr.data),
-        ("tfr.compat.v1.io", tfr.compat.v1.io),
-        ("tfr.python_io", tfr.python_io),
-        ("tfr.image", tfr.image),
-    ):
-        missing += [f"{prefix}.{n}" for n in ns.__all__ if not listed(f"{prefix}.{n}")]
-    missing += [f"tfr.train.{n}" for n in tfr.train.__all__ if f"### `tfr.train.{n}`" not in text]
-    torch_names = ["IterableDataset", "MapDataset", "collate", "to_tensors"]
-    missing += [
-        f"tfrecord_lite.torch.{n}"
-        for n in torch_names
-        if f"### `tfrecord_lite.torch.{n}`" not in text
-    ]
-    for integration in ("tfds", "arrow", "ray", "dask"):
-        module = importlib.import_module(f"tfrecord_lite.{integration}")
-        missing += [
-            f"tfrecord_lite.{integration}.{n}"
-            for n in module.__all__
-            if f"### `tfrecord_lite.{integration}.{n}`" not in text
-        ]
-    assert not missing, f"not in docs/api.md (run `python docs/make_api.py`): {missing}"
-
-
-def test_signature_formatting() -> None:
-    make_api = load_make_api()
-
-    def f(a: int, /, b: str = "x", *args: Any, c: bool = False, **kw: Any) -> None: ...
-
-    def g(a: int, *, b: Any = dataclasses.MISSING) -> list[int]: ...
-
-    assert (
-        make_api.format_signature("f", inspect.signature(f))
-        == "f(a: int, /, b: str = 'x', *args: Any, c: bool = False, **kw: Any) -> None"
-    )
-    assert make_api.format_signature("g", inspect.signature(g)) == (
-        "g(a: int, *, b: Any = <required>) -> list[int]"
-    )
-    long = make_api.format_signature("g" * 90, inspect.signature(g))
-    assert long.splitlines() == [
-        "g" * 90 + "(",
-        "    a: int,",
-        "    *,",
-        "    b: Any = <required>,",
-        ") -> list[int]",
-    ]
-
-
-# --------------------------------------------------------------------------- docstrings and hints
 
 
 def _ours(obj: Any) -> bool:
