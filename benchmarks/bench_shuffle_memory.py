@@ -33,7 +33,7 @@ MODES = ("stream", "shuffle", "shuffle 16 files", "naive")
 def _child(mode: str, path: str, shards: str, buffer: int) -> None:
     import random
 
-    from tfrecord_lite._data._dataset import TFRecordDataset
+    from tfrecord_lite._data import TFRecordDataset
 
     next(iter(TFRecordDataset(path)))  # imports and first buffers before the baseline
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -237,7 +237,7 @@ def test_head_json_is_parseable_with_base64_bytes():
 
 def test_head_recognises_images(tmp_path):
     pytest.importorskip("PIL")
-    from tfrecord_lite._decoding._decode import encode_image
+    from tfrecord_lite._decoding import encode_image
 
     img = np.zeros((5, 7, 3), dtype=np.uint8)
     path = tmp_path / "img.tfrecord"
@@ -463,7 +463,7 @@ def test_from_images_writes_shards_labels_and_skips_bad_files(image_dir, tmp_pat
     ):
         assert text.decode() == names[label] and name.decode().startswith(names[label] + "/")
     assert set(batch["image/format"].tolist()) == {b"jpeg"}
-    from tfrecord_lite._decoding._decode import decode_image
+    from tfrecord_lite._decoding import decode_image
 
     img = decode_image(batch["image/encoded"][0])
     assert img.shape == (int(batch["image/height"][0]), int(batch["image/width"][0]), 3)
@@ -515,7 +515,7 @@ def test_from_images_without_class_folders(tmp_path):
 def cells_of(png: Path, n: int, cell: int, cols: int) -> list[np.ndarray]:
     from PIL import Image
 
-    from tfrecord_lite._decoding._folders import GRID_PAD, LABEL_HEIGHT
+    from tfrecord_lite._decoding._display import GRID_PAD, LABEL_HEIGHT
 
     grid = np.asarray(Image.open(png).convert("RGB"))
     out = []

@@ -18,8 +18,9 @@ import pytest
 from _helpers import run_in_fork
 
 import tfrecord_lite as tfr
-from tfrecord_lite._data import _dataset
-from tfrecord_lite._data._dataset import AUTOTUNE, TFRecordDataset, collate
+from tfrecord_lite._data import AUTOTUNE, TFRecordDataset, _source, collate
+from tfrecord_lite._data._lists import _flatten_lists
+from tfrecord_lite._data._ops_interleave import _interleave, _interleave_lists
 from tfrecord_lite._errors import CorruptRecordError
 from tfrecord_lite._examples._values import RaggedValue, SparseValue
 from tfrecord_lite._files._index import create_index
@@ -266,13 +267,13 @@ def test_record_sharding_is_balanced(tmp_path):
 def test_record_sharding_skips_files_it_has_nothing_in(tmp_path, monkeypatch):
     paths = make_files(tmp_path, [6, 6])
     opened: list[str] = []
-    real = _dataset.read_batches
+    real = _source.read_batches
 
     def spy(path: str, *args: Any, **kwargs: Any) -> Any:
         opened.append(path)
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(_dataset, "read_batches", spy)
+    monkeypatch.setattr(_source, "read_batches", spy)
     for i in range(8):
         opened.clear()
         got = list(TFRecordDataset(paths).shard(8, i))
@@ -286,9 +287,9 @@ def test_record_sharding_reads_only_its_records_with_an_index(tmp_path, monkeypa
     for p in paths:
         create_index(p)
     calls: list[str] = []
-    real = _dataset.read_batches
+    real = _source.read_batches
     monkeypatch.setattr(
-        _dataset, "read_batches", lambda p, *a, **k: calls.append(p) or real(p, *a, **k)
+        _source, "read_batches", lambda p, *a, **k: calls.append(p) or real(p, *a, **k)
     )
     for n, shards in expected.items():
         assert [list(TFRecordDataset(paths).shard(n, i)) for i in range(n)] == shards
@@ -493,9 +494,9 @@ def test_list_interleave_equals_record_by_record_interleave(seed):
                 srcs = [_ListFile(ls, log, f"f{f}", fail=f == fail) for f, ls in enumerate(lists)]
                 if listwise:
                     makers = [s.lists_gen for s in srcs]
-                    it = _dataset._flatten_lists(_dataset._interleave_lists(makers, cycle, block))
+                    it = _flatten_lists(_interleave_lists(makers, cycle, block))
                 else:
-                    it = _dataset._interleave([s.records_gen for s in srcs], cycle, block)
+                    it = _interleave([s.records_gen for s in srcs], cycle, block)
                 out: list[str] = []
                 error = None
                 try:
@@ -513,7 +514,7 @@ def test_list_interleave_equals_record_by_record_interleave(seed):
 def test_list_interleave_closes_open_files_when_closed_early():
     log: list[str] = []
     srcs = [_ListFile([[f"f{f}-r{r}" for r in range(9)]], log, f"f{f}") for f in range(5)]
-    it = _dataset._flatten_lists(_dataset._interleave_lists([s.lists_gen for s in srcs], 3, 1))
+    it = _flatten_lists(_interleave_lists([s.lists_gen for s in srcs], 3, 1))
     assert [next(it) for _ in range(4)] == ["f0-r0", "f1-r0", "f2-r0", "f0-r1"]
     it.close()  # type: ignore[attr-defined]
     assert sorted(e for e in log if e.startswith("close")) == ["close f0", "close f1", "close f2"]
@@ -529,7 +530,7 @@ def test_num_parallel_reads_same_records_as_tf_order_on_uneven_files(tmp_path):
         for cycle in (2, 3, 4, 7, 16):
             # the order of tf.data's interleave(cycle, block_length=1), one record at a time
             expected = list(
-                _dataset._interleave([lambda f=f: iter(f) for f in files], cycle, 1)  # type: ignore[misc]
+                _interleave([lambda f=f: iter(f) for f in files], cycle, 1)  # type: ignore[misc]
             )
             for buffer_size in (None, 1 << 16):
                 ds = TFRecordDataset(paths, num_parallel_reads=cycle, buffer_size=buffer_size)
@@ -537,7 +538,7 @@ def test_num_parallel_reads_same_records_as_tf_order_on_uneven_files(tmp_path):
             # 3 shards of the files: shard 2 reads files 2 and 5 only, interleaved
             shard = [iter(files[2]), iter(files[5])]
             assert list(TFRecordDataset(paths, num_parallel_reads=cycle).shard(3, 2)) == list(
-                _dataset._interleave([lambda it=it: it for it in shard], cycle, 1)  # type: ignore[misc]
+                _interleave([lambda it=it: it for it in shard], cycle, 1)  # type: ignore[misc]
             )
 
 
@@ -597,7 +598,7 @@ def test_batch_raw_records(tmp_path):
 
 
 def test_parse_then_batch_is_parse_example_per_batch(example_file):
-    from tfrecord_lite._examples._parse import parse_example, parse_single_example
+    from tfrecord_lite._examples import parse_example, parse_single_example
 
     records = list(TFRecordDataset(example_file))
     feats = features()
@@ -615,7 +616,7 @@ def test_parse_then_batch_is_parse_example_per_batch(example_file):
 
 
 def test_parse_moves_past_shuffle_filter_take(example_file):
-    from tfrecord_lite._examples._parse import parse_example
+    from tfrecord_lite._examples import parse_example
 
     feats = features()
     shuffled_raw = list(TFRecordDataset(example_file).shuffle(16, seed=4).take(40))
@@ -641,7 +642,7 @@ def test_parse_moves_past_shuffle_filter_take(example_file):
 
 def test_map_then_batch_collates_like_parse_example(example_file):
     """parse -> map(identity) -> batch: stacked singles equal parse_example's columns."""
-    from tfrecord_lite._examples._parse import parse_example
+    from tfrecord_lite._examples import parse_example
 
     feats = features()
     records = list(TFRecordDataset(example_file))
@@ -798,7 +799,7 @@ def test_prefetch_zero_is_no_prefetch(tmp_path):
 
 
 def test_issue_pipeline_is_deterministic_and_exact(tmp_path):
-    from tfrecord_lite._examples._parse import parse_example
+    from tfrecord_lite._examples import parse_example
 
     for f in range(4):
         with tfr.TFRecordWriter(
@@ -850,7 +851,7 @@ def test_shuffle_peak_memory_is_bounded_by_the_buffer(tmp_path):
     script = textwrap.dedent(
         f"""
         import resource, sys
-        from tfrecord_lite._data._dataset import TFRecordDataset
+        from tfrecord_lite._data import TFRecordDataset
         ds = TFRecordDataset({path!r}).shuffle({buffer_records}, seed=0)
         next(iter(TFRecordDataset({path!r})))  # warm up imports and buffers
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -882,7 +883,7 @@ def test_batches_cut_from_the_files_lists_equal_record_by_record_batching(
 ) -> None:
     # batch() straight after the source cuts batches from the decoder's lists;
     # any list lengths (empty ones included) give the batches of the record stream.
-    from tfrecord_lite._data._dataset import _chunks, _rebatched
+    from tfrecord_lite._data._ops_batch import _chunks, _rebatched
 
     rng = np.random.default_rng(7)
     for _ in range(300):

@@ -284,7 +284,7 @@ def test_ragged_batch_is_an_error_naming_the_key_and_shapes():
 
 
 def test_collate_raises_for_mismatched_shapes():
-    from tfrecord_lite._data._dataset import collate
+    from tfrecord_lite._data import collate
 
     with pytest.raises(ValueError, match=r"\[0\]"):
         collate([(np.zeros((2, 3)), 1), (np.zeros((3, 2)), 2)])

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tfrecord_lite import ParseError
-from tfrecord_lite._decoding._decode import decode_image, decode_raw, encode_image
+from tfrecord_lite._decoding import decode_image, decode_raw, encode_image
 
 # --------------------------------------------------------------------------- §F23 goldens
 
@@ -399,7 +399,7 @@ def test_encode_image_errors(array: np.ndarray, kwargs: dict[str, Any], error: t
 
 def test_missing_pillow_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "PIL", None)
-    with pytest.raises(ImportError, match=r"pip install 'tfrecord-lite\[image\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'tfrecord-lite-np\[image\]'"):
         encode_image(np.zeros((2, 2), np.uint8))
     with pytest.raises(ImportError, match="Pillow"):
         decode_image(b"x")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._data._dataset import TFRecordDataset
+from tfrecord_lite._data import TFRecordDataset
 from tfrecord_lite._errors import ClosedError
 from tfrecord_lite._files._index import TFRecordFile, create_index
 from tfrecord_lite._files._sharded import ShardedWriter

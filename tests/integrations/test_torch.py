@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
 
 import tfrecord_lite as tfr  # noqa: E402
 import tfrecord_lite.torch as tt  # noqa: E402
-from tfrecord_lite._data._dataset import TFRecordDataset  # noqa: E402
+from tfrecord_lite._data import TFRecordDataset  # noqa: E402
 from tfrecord_lite._files._index import create_index  # noqa: E402
 from tfrecord_lite.example_pb2 import Example  # noqa: E402
 

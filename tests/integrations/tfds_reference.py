@@ -137,7 +137,7 @@ def assert_same(ours: Any, ref: Any, key: str = "", jpeg_diffs: list[int] | None
         diff = int(np.abs(ours.astype(np.int32) - ref.astype(np.int32)).max()) if ref.size else 0
         if jpeg_diffs is not None:
             jpeg_diffs.append(diff)
-        from tfrecord_lite._decoding._decode import jpeg_backend
+        from tfrecord_lite._decoding._jpeg import jpeg_backend
 
         # with simplejpeg installed, JPEGs decode exactly as TensorFlow decodes them
         assert diff <= (0 if jpeg_backend() == "simplejpeg" else JPEG_TOLERANCE), (key, diff)

@@ -28,7 +28,7 @@ Image = pytest.importorskip("PIL.Image")
 from _helpers import TENSOR_DTYPES  # noqa: E402
 
 import tfrecord_lite as tfr  # noqa: E402
-from tfrecord_lite._decoding._decode import JPEG_MAX_DIFF  # noqa: E402
+from tfrecord_lite._decoding._jpeg import JPEG_MAX_DIFF  # noqa: E402
 
 DTYPES = TENSOR_DTYPES
 SHAPES = [(), (0,), (3,), (2, 3), (0, 3), (2, 1, 4)]

@@ -3,14 +3,10 @@
 Other units import from this package only, and only these names.
 """
 
-from ._dataset import (
-    AUTOTUNE,
-    INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY,
-    Dataset,
-    TFRecordDataset,
-    collate,
-)
+from ._collate import collate
+from ._dataset import Dataset
+from ._op import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from ._tfrecord_dataset import TFRecordDataset
 
 __all__ = [
     "AUTOTUNE",

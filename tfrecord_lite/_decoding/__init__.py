@@ -4,29 +4,20 @@ and image folders turned into Examples.
 Other units import from this package only, and only these names.
 """
 
-from ._decode import (
-    decode_image,
-    decode_jpeg,
-    decode_jpeg_pixels,
-    decode_png,
-    decode_raw,
-    encode_image,
-    encode_jpeg,
-    encode_png,
-    pil_image,
-    tf_decode_image,
-)
+from ._display import display_array, draw_grid
 from ._folders import (
     ImageOptions,
     convert_task,
-    display_array,
-    draw_grid,
-    pil,
     scan_image_folder,
     sniff_image,
     worker_pool,
 )
+from ._images import decode_image, encode_image
+from ._jpeg import decode_jpeg_pixels
+from ._pillow import pil, pil_image
+from ._raw import decode_raw
 from ._tensor import decode_json_example, parse_tensor, serialize_tensor
+from ._tf_images import decode_jpeg, decode_png, encode_jpeg, encode_png, tf_decode_image
 
 __all__ = [
     "ImageOptions",

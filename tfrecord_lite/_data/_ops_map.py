@@ -1,0 +1,111 @@
+"""Functions applied element by element: ``map`` (in order, optionally on threads),
+``filter`` and ``enumerate``."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
+
+
+def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
+    """tf.data calls a function on a tuple element with the tuple's components."""
+
+    def call(x: Any) -> Any:
+        return fn(*x) if type(x) is tuple else fn(x)
+
+    return call
+
+
+def _mapped(fn: Callable[[Any], Any], items: Iterator[Any]) -> Iterator[Any]:
+    try:
+        for x in items:
+            yield fn(x)
+    finally:
+        _close(items)
+
+
+def _kept(
+    pred: Callable[[Any], Any], items: Iterator[Any], features: Optional[Mapping[str, Any]]
+) -> Iterator[Any]:
+    try:
+        if features is None:
+            for x in items:
+                if pred(x):
+                    yield x
+        else:
+            from .._examples import parse_single_example
+
+            for x in items:
+                if pred(parse_single_example(x, features)):
+                    yield x
+    finally:
+        _close(items)
+
+
+class _Map(_Op):
+    def __init__(self, fn: Callable[..., Any], num_parallel_calls: int) -> None:
+        self.fn = _unpacking(fn)
+        self.name = getattr(fn, "__name__", "fn")
+        self.workers = num_parallel_calls
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        if self.workers <= 1:
+            return _mapped(self.fn, upstream(key))
+        return _parallel_map(self.fn, upstream(key), self.workers)
+
+    def describe(self) -> str:
+        return f"map({self.name})"
+
+
+def _parallel_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
+    """``map`` on a thread pool, in order, with at most ``2 * workers`` calls in flight."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfrecord_lite-map")
+    inflight: deque[Future[Any]] = deque()
+    try:
+        for x in items:
+            inflight.append(pool.submit(fn, x))
+            if len(inflight) >= 2 * workers:
+                yield inflight.popleft().result()
+        while inflight:
+            yield inflight.popleft().result()
+    finally:
+        for fut in inflight:
+            fut.cancel()
+        pool.shutdown(wait=True)
+        _close(items)
+
+
+class _Filter(_Op):
+    def __init__(
+        self, predicate: Callable[[Any], Any], features: Optional[Mapping[str, Any]] = None
+    ) -> None:
+        self.predicate = predicate
+        self.features = features  # set when planning moved a parse past this filter
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        return _kept(_unpacking(self.predicate), upstream(key), self.features)
+
+    def cardinality(self, n: int) -> int:
+        return UNKNOWN_CARDINALITY
+
+
+class _Enumerate(_Op):
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+        return _enumerated(upstream(key), self.start)
+
+
+def _enumerated(items: Iterator[Any], start: int) -> Iterator[Any]:
+    try:
+        for i, x in enumerate(items, start):
+            yield (np.int64(i), x)
+    finally:
+        _close(items)

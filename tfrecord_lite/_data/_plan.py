@@ -1,0 +1,39 @@
+"""The plan rewriter: a chain of ops rewritten for speed before an epoch runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+from ._op import _Op
+from ._ops_batch import _Batch, _RawBatch
+from ._ops_map import _Filter
+from ._ops_parse import _Parse, _ParseBatch
+
+
+def _plan(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
+    """Rewrite the chain for speed, without changing what it yields.
+
+    ``parse(f)`` followed (through ops that do not look at elements: shuffle, take,
+    skip, repeat, prefetch, and filters) by ``batch(n)`` becomes a raw batch and one
+    ``parse_example`` call per batch. Filters in between parse their element for the
+    predicate only. A ``batch`` with no parse or map before it gives lists of bytes.
+    """
+    out: list[Optional[_Op]] = list(ops)
+    for j, op in enumerate(out):
+        if type(op) is not _Batch:
+            continue
+        k = j - 1
+        while k >= 0 and (out[k] is None or out[k].transparent or type(out[k]) is _Filter):  # type: ignore[union-attr]
+            k -= 1
+        parse = out[k] if k >= 0 else None
+        if isinstance(parse, _Parse):
+            for m in range(k + 1, j):
+                f = out[m]
+                if isinstance(f, _Filter) and f.features is None:
+                    out[m] = _Filter(f.predicate, parse.features)
+            out[j] = _ParseBatch(op.batch_size, op.drop_remainder, parse.features)
+            out[k] = None
+        elif k < 0 and records:
+            out[j] = _RawBatch(op.batch_size, op.drop_remainder)
+    return [o for o in out if o is not None]

@@ -1,0 +1,254 @@
+"""The records of TFRecord files, read for one epoch: :class:`_Source`.
+
+Sharding (:meth:`TFRecordDataset.shard`) always splits the *input records*,
+wherever it appears in the chain, and is exact: the shards are disjoint and
+together hold every record once. Files are first put in a canonical order
+(sorted by path); then
+
+* while there are at least as many files as shards, shard ``i`` of ``n`` takes
+  ``files[i::n]`` (whole files: no record is read twice);
+* otherwise records are split. Record ``r`` (0-based, within its file) of file
+  ``f`` (position in the canonical order, among the ``F`` files left) gets the
+  label ``k = r * F + f`` -- its position if the files were read round-robin --
+  and belongs to shard ``k % n``. The label depends only on *which* record it is,
+  not on the order records are read in, so sharding stays exact with
+  ``shuffle_files``, ``interleave`` and any seed (or none). Shards get equally
+  many records (±1) when the files are equally long, and a shard skips, without
+  opening it, every file where it owns nothing: with 2 files and 8 shards each
+  shard reads one file, not both. When a plain file has an index file
+  (``file.index``/``file.idx``, see :func:`create_index`), a shard reads only its
+  own records from it instead of streaming the whole file.
+
+Several ``shard`` calls nest (shard ``j`` of ``m`` of shard ``i`` of ``n``), which is
+how :mod:`tfrecord_lite.torch` adds DataLoader workers and distributed ranks.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable, Optional, TypeVar
+
+from .._files import READ_BLOCK_SIZE, find_index, fs, read_batches, reader_compression
+from .._record import RecordSpans
+from ._lists import _every_list, _flatten_lists, _window_list
+from ._op import UNKNOWN_CARDINALITY, EpochKey, _close
+from ._ops_interleave import _interleave_lists
+from ._ops_shuffle import _rng
+from ._prefetch import _prefetch
+
+_T = TypeVar("_T")
+
+
+#: Smallest read block per file when interleaving many files (TensorFlow reads
+#: 256 KiB per open file; smaller blocks cost more in per-block work than they save).
+_MIN_BLOCK = 256 * 1024
+
+
+class _Source:
+    """The files and how to read them: compression, sharding, file order, interleave."""
+
+    def __init__(
+        self,
+        files: tuple[str, ...],
+        compression: str,
+        buffer_size: Optional[int],
+        verify: bool,
+    ) -> None:
+        self.files = files
+        self.compression = compression
+        self.buffer_size = buffer_size  # None: chosen from the number of files open at once
+        self.verify = verify
+        self.cycle_length = 1
+        self.block_length = 1
+        self.shards: tuple[tuple[int, int, str], ...] = ()
+        self.file_shuffle: Optional[tuple[int, bool]] = None  # (entropy, reshuffle)
+        # path -> (skip, take): read only records skip..skip+take-1 of that file
+        # (tfrecord_lite.tfds split slices such as "train[10%:20%]").
+        self.windows: Optional[dict[str, tuple[int, int]]] = None
+
+    def cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY  # the number of records is in the files
+
+    def describe(self) -> str:
+        return f"TFRecordDataset(files={len(self.files)})"
+
+    def copy(self, **changes: Any) -> _Source:
+        new = _Source.__new__(_Source)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
+    def plan(self) -> tuple[list[tuple[str, int]], int, int, int]:
+        """Apply the shard stages: the files to read ``(path, label f)`` in reading order, F, N, I.
+
+        A record ``r`` of the file labelled ``f`` is read iff ``(r * F + f) % N == I``.
+        """
+        canonical = sorted(range(len(self.files)), key=lambda j: (self.files[j], j))
+        selected = canonical  # user positions, in canonical order
+        n_rec, i_rec = 1, 0
+        for n, i, by in self.shards:
+            if n_rec == 1 and by != "record" and len(selected) >= n:
+                selected = selected[i::n]
+            elif by == "file":
+                raise ValueError(
+                    f"shard(by='file') needs at least {n} files to split, have {len(selected)}"
+                )
+            else:
+                i_rec += n_rec * i
+                n_rec *= n
+        label = {pos: f for f, pos in enumerate(selected)}
+        order = sorted(selected)  # the user's order among the selected files
+        return [(self.files[pos], label[pos]) for pos in order], len(selected), n_rec, i_rec
+
+    def iterate(
+        self,
+        key: EpochKey,
+        extra_shards: tuple[tuple[int, int, str], ...] = (),
+        lists: bool = False,
+        spans: bool = False,
+    ) -> Iterator[Any]:
+        """The records (``lists``: lists of records, in the same order).
+
+        ``spans`` (with ``lists``, for a parser): files read one after the other
+        hand out :class:`~tfrecord_lite._record._scan.RecordSpans` of their blocks where
+        they can, so no record is copied out on its own.
+        """
+        src = self.copy(shards=self.shards + extra_shards) if extra_shards else self
+        entries, n_files, n_rec, i_rec = src.plan()
+        if src.file_shuffle is not None:
+            entropy, reshuffle = src.file_shuffle
+            perm = _rng(entropy, 1, key, reshuffle).permutation(len(entries))
+            entries = [entries[j] for j in perm]
+        # Each file hands out its records a list at a time (as its decoder
+        # produces them); the files' lists are merged in tf.data's order, and
+        # only the last step hands out single records.
+        # (Interleaving several files puts their records in lists of its own.)
+        spans = spans and lists and src.cycle_length <= 1
+        readers: list[Callable[[], Iterator[Sequence[bytes]]]] = [
+            functools.partial(src._read_file, path, f, n_files, n_rec, i_rec, spans)
+            for path, f in entries
+        ]
+        paths = [path for path, _ in entries]
+        if any(fs.is_url(p) for p in paths):
+            # Object stores: fetch the next files' first blocks while these are read,
+            # so that num_parallel_reads objects (at least 2) are in flight at once.
+            ahead = max(2, src.cycle_length)
+            fs.prefetch(paths[:ahead])
+            readers = [
+                functools.partial(_warming, make, paths[k + 1 : k + 1 + ahead])
+                for k, make in enumerate(readers)
+            ]
+        if src.cycle_length <= 1:
+            merged = _chain_files(readers)
+        else:
+            merged = _interleave_lists(readers, src.cycle_length, src.block_length)
+        if spans:
+            merged = _read_ahead_when_big(merged)
+        return merged if lists else _flatten_lists(merged)
+
+    def block_size(self) -> int:
+        """Read block per open file: 1 MiB, shared out when several files are open at once."""
+        if self.buffer_size is not None:
+            return self.buffer_size
+        return max(_MIN_BLOCK, READ_BLOCK_SIZE // max(1, self.cycle_length))
+
+    def _read_file(
+        self, path: str, f: int, n_files: int, n: int, i: int, spans: bool = False
+    ) -> Iterator[Sequence[bytes]]:
+        if n == 1:
+            return self._stream(path, spans)
+        # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
+        g = math.gcd(n_files, n)
+        d = (i - f) % n
+        if d % g:
+            return iter(())  # no record of this file is in this shard
+        step = n // g
+        r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
+        if step > 1 and self.compression in ("", "auto") and not self.windows:
+            index_path = find_index(path)
+            if index_path is not None:
+                return self._read_indexed(path, index_path, r0, step)
+        return _every_list(self._stream(path, spans), r0, step)
+
+    def _stream(self, path: str, spans: bool = False) -> Iterator[Sequence[bytes]]:
+        """The file's records (CRCs checked, errors raised), a list (or spans) at a time."""
+        lists = read_batches(
+            fs.bind(path, None),
+            reader_compression(self.compression),
+            self.verify,
+            self.block_size(),
+            "raise",
+            None,
+            None,
+            spans,
+            grow=spans and self.buffer_size is None,
+        )
+        window = self.windows.get(path) if self.windows else None
+        if window is None:
+            return lists
+        return _window_list(lists, window[0], window[1])
+
+    def _read_indexed(
+        self, path: str, index_path: str, start: int, step: int
+    ) -> Iterator[Sequence[bytes]]:
+        """Records ``start::step`` of a file with an index: read only those (one pread each)."""
+        from .._files import RandomAccessError, StaleIndexError, TFRecordFile
+
+        try:
+            f = TFRecordFile(path, index_path, compression=self.compression, verify=self.verify)
+        except RandomAccessError:  # compressed: stream it
+            yield from _every_list(self._stream(path), start, step)
+            return
+        except StaleIndexError as err:
+            warnings.warn(f"{err}; reading {path!r} without it", RuntimeWarning, stacklevel=2)
+            yield from _every_list(self._stream(path), start, step)
+            return
+        try:
+            n = len(f)
+            chunk = 256 * step
+            for first in range(start, n, chunk):
+                yield f.get_many(range(first, min(n, first + chunk), step))
+        finally:
+            f.close()
+
+
+#: Records this big on average are read ahead in a background thread while the
+#: parser works: reading and checking the CRC of a big record release the GIL.
+_AHEAD_FROM = 16 << 10
+
+
+def _read_ahead_when_big(lists: Iterator[Sequence[bytes]]) -> Iterator[Sequence[bytes]]:
+    """The lists, in order; once they prove to hold big records (spans of at least
+    :data:`_AHEAD_FROM` bytes a record), the rest are read in a background thread,
+    two blocks ahead of the parser. Closing it closes ``lists``."""
+    handed = False
+    try:
+        for lst in lists:
+            yield lst
+            if isinstance(lst, RecordSpans) and lst.nbytes >= len(lst) * _AHEAD_FROM:
+                break
+        else:
+            return
+        handed = True  # the thread reads (and finally closes) ``lists`` from here on
+        yield from _prefetch(lambda: lists, 2)
+    finally:
+        if not handed:
+            _close(lists)
+
+
+def _warming(make: Callable[[], Iterator[_T]], upcoming: list[str]) -> Iterator[_T]:
+    """Open a file's reader, and start fetching the files that follow it (URLs)."""
+    fs.prefetch(upcoming)
+    return make()
+
+
+def _chain_files(readers: list[Callable[[], Iterator[_T]]]) -> Iterator[_T]:
+    for make in readers:
+        it = make()
+        try:
+            yield from it
+        finally:
+            _close(it)
