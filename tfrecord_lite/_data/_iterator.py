@@ -3,33 +3,84 @@
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from ._op import _close
+
+
+def _collided(err: ValueError) -> bool:
+    """Whether ``err`` says another thread is inside the generator right now (raised by
+    the call itself, before the generator ran: nothing was consumed)."""
+    tb = err.__traceback__
+    return (tb is None or tb.tb_next is None) and str(err) == "generator already executing"
+
 
 class _DatasetIterator:
-    """One epoch's iterator. ``close()`` (or leaving the loop) stops its threads and files."""
+    """One epoch's iterator. ``close()`` (or leaving the loop) stops its threads and files.
+
+    Thread-safe: threads sharing one iterator each get the next element in turn,
+    every element goes to exactly one of them, and all of them see the end of the
+    epoch only once it is reached. One thread pays nothing for this: the lock is
+    taken only once a second thread has been seen in ``__next__``.
+    """
 
     def __init__(self, it: Iterator[Any]) -> None:
         self._it: Optional[Iterator[Any]] = it
+        self._lock = threading.Lock()
+        self._shared = False  # set when two threads met in __next__: take the lock
 
     def __iter__(self) -> _DatasetIterator:
         return self
 
     def __next__(self) -> Any:
-        if self._it is None:
+        if self._shared:
+            return self._next_locked()
+        it = self._it
+        if it is None:
             raise StopIteration
         try:
-            return next(self._it)
+            return next(it)
+        except ValueError as err:
+            if _collided(err):
+                self._shared = True
+                return self._next_locked()
+            self._end(it)
+            raise
         except BaseException:
-            self.close()
+            self._end(it)
             raise
 
+    def _next_locked(self) -> Any:
+        with self._lock:
+            while True:
+                it = self._it
+                if it is None:
+                    raise StopIteration
+                try:
+                    return next(it)
+                except ValueError as err:
+                    if _collided(err):  # a call begun before the lock was in use
+                        time.sleep(0)
+                        continue
+                    self._end(it)
+                    raise
+                except BaseException:
+                    self._end(it)
+                    raise
+
+    def _end(self, it: Iterator[Any]) -> None:
+        """The epoch ends with an error: every thread's next ``__next__`` stops."""
+        self._it = None
+        with contextlib.suppress(ValueError):
+            _close(it)
+
     def close(self) -> None:
-        it, self._it = self._it, None
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()
+        with self._lock:
+            it, self._it = self._it, None
+        _close(it)
 
     def __enter__(self) -> _DatasetIterator:
         return self
