@@ -183,11 +183,11 @@ def main(argv: list[str]) -> int:
     import tensorflow_datasets as tfds
 
     import tfrecord_lite
-    from tfrecord_lite.tfds._features import _simplejpeg
+    from tfrecord_lite._decoding._jpeg import jpeg_backend
 
     dirs = _prepare(args.data_dir, args.images, args.rows)
     cores = os.cpu_count() or 1
-    jpeg = "simplejpeg (exact)" if _simplejpeg() is not None else "Pillow"
+    jpeg = "simplejpeg (exact)" if jpeg_backend() == "simplejpeg" else "Pillow"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"tensorflow {tf.__version__}, tensorflow-datasets {tfds.__version__}, "

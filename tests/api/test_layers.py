@@ -95,8 +95,6 @@ ALLOWED_LONG: set[str] = {
     "_files._compress",
     "_files._io",
     "_record._framing",
-    "tfds",
-    "tfds._features",
 }
 
 LAYER_OF = {unit: i for i, layer in enumerate(LAYERS) for unit in layer.units}

@@ -434,7 +434,9 @@ def test_bad_json_and_oversized_metadata(tmp_path: Path, monkeypatch: Any) -> No
     (data / "features.json").write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         tfds.builder_from_directory(data)
-    monkeypatch.setattr(tfds, "MAX_METADATA_BYTES", 100)
+    from tfrecord_lite.tfds import _dataset_info
+
+    monkeypatch.setattr(_dataset_info, "MAX_METADATA_BYTES", 100)
     with pytest.raises(ValueError, match="more than the 100"):
         tfds.builder_from_directory(data)
 
@@ -492,7 +494,7 @@ def test_feature_names_and_depth_are_checked(tmp_path: Path) -> None:
 def test_zlib_tensor_is_bounded() -> None:
     import zlib
 
-    from tfrecord_lite.tfds._features import Tensor
+    from tfrecord_lite.tfds import Tensor
 
     t = Tensor(shape=(4,), dtype=np.int16, encoding="zlib")
     assert t.decode(zlib.compress(np.arange(4, dtype="<i2").tobytes())).tolist() == [0, 1, 2, 3]

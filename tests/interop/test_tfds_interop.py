@@ -40,7 +40,7 @@ from tfds_reference import JPEG_FEATURES, JPEG_TOLERANCE, assert_same, load_refe
 import tfrecord_lite as tfr  # noqa: E402
 import tfrecord_lite.tfds as tfds  # noqa: E402
 from tfrecord_lite._decoding._jpeg import jpeg_backend  # noqa: E402
-from tfrecord_lite.tfds._features import decode_image_bytes  # noqa: E402
+from tfrecord_lite.tfds._image_features import decode_image_bytes  # noqa: E402
 
 COMMITTED = TESTS / "data" / "tfds"
 RELATIVE = {

@@ -1,0 +1,144 @@
+"""A prepared TFDS dataset directory: :class:`Builder` and ``as_dataset`` (a
+:class:`~tfrecord_lite.TFRecordDataset` pipeline that yields what
+``tfds.as_numpy(builder.as_dataset(...))`` yields).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple, Optional, Union
+
+from .._data import TFRecordDataset
+from ._dataset_info import DatasetInfo, DatasetNotFoundError
+from ._decoder import _Decode, make_decode
+from ._features import UnsupportedFeatureError
+from ._source import DataSource
+from ._splits import check_files, file_instructions
+
+DEFAULT_CYCLE_LENGTH = 16
+DEFAULT_BLOCK_LENGTH = 16
+#: Records parsed together by ``as_dataset`` (one vectorized ``parse_example`` call).
+DECODE_BATCH = 64
+
+
+class ReadConfig(NamedTuple):
+    """The parts of ``tfds.ReadConfig`` that apply here.
+
+    ``shuffle_seed``: the file order seed with ``shuffle_files=True``;
+    ``interleave_cycle_length`` / ``interleave_block_length``: how files are
+    interleaved (TFDS's defaults: 16 and 16; cycle length 1 reads files in turn).
+    """
+
+    shuffle_seed: Optional[int] = None
+    interleave_cycle_length: int = DEFAULT_CYCLE_LENGTH
+    interleave_block_length: int = DEFAULT_BLOCK_LENGTH
+
+
+class Builder:
+    """A prepared TFDS dataset directory (mirrors ``tfds.core.ReadOnlyBuilder``)."""
+
+    def __init__(self, data_dir: Union[str, os.PathLike[str]]) -> None:
+        path = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
+        if not os.path.isfile(os.path.join(path, "dataset_info.json")):
+            raise DatasetNotFoundError(
+                f"{path} is not a prepared TFDS dataset directory (no dataset_info.json); it "
+                "is the directory holding dataset_info.json and the shards, such as "
+                "~/tensorflow_datasets/mnist/3.0.1",
+                path=path,
+            )
+        self.data_dir = path
+        self.info = DatasetInfo(path)
+        if self.info.file_format != "tfrecord":
+            raise UnsupportedFeatureError(
+                f"{path}: file format {self.info.file_format!r}; tfrecord_lite reads TFDS "
+                "datasets prepared as tfrecord (the default; `tfds build --file_format=tfrecord`)"
+            )
+
+    @property
+    def name(self) -> str:
+        """The dataset name."""
+        return self.info.name
+
+    @property
+    def version(self) -> str:
+        """The dataset version."""
+        return self.info.version
+
+    def _decode_fn(self, decoders: Any, as_supervised: bool) -> _Decode:
+        return make_decode(self.info, decoders, as_supervised)
+
+    def as_dataset(
+        self,
+        split: str,
+        shuffle_files: bool = False,
+        decoders: Any = None,
+        as_supervised: bool = False,
+        read_config: Optional[ReadConfig] = None,
+        batch_size: Optional[int] = None,
+        num_parallel_calls: Optional[int] = None,
+    ) -> TFRecordDataset:
+        """The examples of ``split`` (``"train"``, ``"train[:10%]"``, ``"train+test"``...) as a pipeline.
+
+        Yields what ``tfds.as_numpy(builder.as_dataset(...))`` yields, in the same
+        order: nested dicts of NumPy arrays, NumPy scalars and ``bytes``
+        (``as_supervised=True``: the ``supervised_keys`` tuple; a ragged feature is a
+        :class:`~tfrecord_lite.RaggedValue`). Files are interleaved as TFDS does
+        (16 at a time, 16 records each); ``shuffle_files`` shuffles the file order
+        (``read_config.shuffle_seed``). ``decoders={"image": SkipDecoding()}``
+        leaves a feature encoded. ``batch_size`` batches (``.batch()``).
+        The result is a :class:`~tfrecord_lite.TFRecordDataset`: chain ``shuffle``,
+        ``batch``, ``prefetch``, ``shard`` ... on it. ``num_parallel_calls=N`` (or
+        :data:`~tfrecord_lite.AUTOTUNE`) decodes on N threads, keeping the order
+        (worth it for images: Pillow releases the GIL while decoding).
+        """
+        rc = read_config or ReadConfig()
+        instructions = file_instructions(split, self.info.splits)
+        if not instructions:
+            raise ValueError(f"split {split!r} of {self.info.name} holds no examples")
+        files = [fi.filename for fi in instructions]
+        check_files(files)
+        ds: TFRecordDataset = TFRecordDataset(files, compression="")
+        windows = {
+            fi.filename: (fi.skip, fi.take)
+            for fi in instructions
+            if fi.skip or fi.take != fi.num_examples
+        }
+        if windows:
+            ds = ds._derive(windows=windows)
+        if shuffle_files:
+            ds = ds.shuffle_files(seed=rc.shuffle_seed)
+        cycle = 1 if self.info.disable_shuffling else rc.interleave_cycle_length
+        if len(files) > 1 and cycle > 1:
+            ds = ds.interleave(cycle, rc.interleave_block_length)
+        # Records are parsed DECODE_BATCH at a time (one vectorized parse_example), then
+        # handed out one example at a time again.
+        decode = self._decode_fn(decoders, as_supervised)
+        ds = ds.batch(DECODE_BATCH).map(decode.many, num_parallel_calls=num_parallel_calls)
+        ds = ds.unbatch()
+        if batch_size is not None:
+            ds = ds.batch(batch_size)
+        return ds
+
+    def as_data_source(
+        self,
+        split: str,
+        *,
+        decoders: Any = None,
+        as_supervised: bool = False,
+        index_dir: Optional[str] = None,
+    ) -> DataSource:
+        """Random access to ``split``: ``len(src)``, ``src[i]``, ``src[a:b]``, ``src[[i, j]]``.
+
+        A Grain ``RandomAccessDataSource`` (picklable for worker processes). Needs an
+        index of each shard: ``<shard>.index`` beside it if present, else one built
+        once (a streaming pass over the record headers) and kept in ``index_dir``
+        (default: ``$TFRECORD_LITE_CACHE_DIR`` or ``~/.cache/tfrecord_lite/tfds``), so a
+        read-only dataset directory works; if that is not writable either, the index
+        is kept in memory.
+        """
+        return DataSource(
+            self, split, decoders=decoders, as_supervised=as_supervised, index_dir=index_dir
+        )
+
+    def __repr__(self) -> str:
+        return f"<tfrecord_lite.tfds.Builder {self.info.name} {self.info.version} at {self.data_dir!r}>"
