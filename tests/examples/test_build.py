@@ -16,7 +16,6 @@ from tfrecord_lite import example_pb2, feature_pb2, train
 from tfrecord_lite._examples._build import (
     bytes_feature,
     bytes_rows,
-    encode_columns,
     encode_example,
     encode_sequence_example,
     float_feature,
@@ -24,6 +23,7 @@ from tfrecord_lite._examples._build import (
     make_example,
     make_sequence_example,
 )
+from tfrecord_lite._examples._encode_columns import encode_columns
 
 Example = example_pb2.Example
 SequenceExample = example_pb2.SequenceExample

@@ -1,4 +1,5 @@
-"""The vectorized batch extractor must return exactly what the generic protobuf path returns.
+"""The batch extractors (the NumPy walk and the compiled numba walk) must return exactly
+what the generic protobuf path returns.
 
 Batches mix records that follow one layout with records that do not: reordered keys,
 other varint widths, empty ``Feature()``s, unpacked lists, several packed chunks, merged
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _extract as _fastparse
+from tfrecord_lite._examples import _extracted, _layout
+from tfrecord_lite._examples import _parse as _parse_module
 
 KINDS = {"int64_list": tfr.int64, "float_list": tfr.float32, "bytes_list": tfr.string}
 
@@ -69,7 +72,9 @@ def _values(rng: random.Random, kind: str, n: int) -> list[Any]:
     return [rng.randbytes(rng.choice([0, 1, 3, 3, 3, 40])) for _ in range(n)]
 
 
-def _batch(rng: random.Random, size: int) -> tuple[list[bytes], dict[str, Any]]:
+def _batch(
+    rng: random.Random, size: int, shuffle: float = 0.05
+) -> tuple[list[bytes], dict[str, Any]]:
     keys = [f"f{i}" for i in range(rng.randint(1, 5))]
     kinds = {k: rng.choice(list(KINDS)) for k in keys}
     counts = {k: rng.choice([0, 1, 1, 2, 3]) for k in keys}
@@ -103,7 +108,7 @@ def _batch(rng: random.Random, size: int) -> tuple[list[bytes], dict[str, Any]]:
             if rng.random() < 0.04:
                 continue  # key missing
             entries.append((k, kind, values, style))
-        if rng.random() < 0.05:
+        if rng.random() < shuffle:
             rng.shuffle(entries)  # another key order
         extra = b""
         r = rng.random()
@@ -184,7 +189,7 @@ def test_the_fast_path_is_really_taken(monkeypatch: Any) -> None:
         seen.append((len(records), 0 if result is None else int(result[0].sum())))
         return result
 
-    monkeypatch.setattr(_fastparse, "extract", counting)
+    monkeypatch.setattr(_parse_module, "extract", counting)
     monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1")
     rng = random.Random(5)
     for _ in range(40):
@@ -215,7 +220,7 @@ def test_mnist_layout_is_handled_whole_and_exactly() -> None:
 
 def test_switch_off(monkeypatch: Any) -> None:
     monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "0")
-    assert not _fastparse.enabled()
+    assert not _extracted.enabled()
     assert _fastparse.extract([tfr.encode_example({"a": 1})] * 20, {"a": tfr.int64}) is None
 
 
@@ -232,7 +237,7 @@ def test_every_structural_byte_is_checked(monkeypatch: Any) -> None:
     # Equal-length records that differ from the layout's template in any one byte that
     # steers parsing (a tag, a length, a key letter) must not be read along the template.
     template = tfr.encode_example({"ab": [1, 2], "cd": b"xyz", "ef": [0.5]})
-    layout = _fastparse._layout(template)
+    layout = _layout._layout(template)
     spec = {
         "ab": tfr.VarLenFeature(tfr.int64),
         "cd": tfr.VarLenFeature(tfr.string),

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _extract as _fastparse
-from tfrecord_lite._examples import _parse
+from tfrecord_lite._examples import _keys, _parse, _sequence, _stream, _vectors
 from tfrecord_lite._record._scan import RecordSpans
 
 KIND_FIELD = {"bytes": 1, "float": 2, "int": 3}
@@ -406,7 +406,7 @@ def test_int_lists_of_one_varint_width_equal_the_generic_path(width: int, monkey
     records = [ld(1, _entry(b"ints", "int", v, "packed")) for v in values]
     assert len({len(r) for r in records}) == 1
     assert (
-        _fastparse._uniform_width(
+        _vectors._uniform_width(
             np.frombuffer(b"".join(records), np.uint8).reshape(300, -1)[:, -4 * width :]
         )
         == width
@@ -449,12 +449,12 @@ def test_varints_of_every_width_decode_to_their_values_bit_for_bit(width: int) -
     raw = b"".join(varint(v) for v in values)
     assert len(raw) == 7 * 40 * width
     block = np.frombuffer(raw, np.uint8).reshape(40, 7 * width)
-    assert _fastparse._uniform_width(block) == width
-    got = _fastparse._uniform_values(block, width).view(np.uint64).tolist()
+    assert _vectors._uniform_width(block) == width
+    got = _vectors._uniform_values(block, width).view(np.uint64).tolist()
     assert got == values
     mixed = [rng.randrange(0, high) >> rng.randrange(0, 7 * width) for _ in range(200)]
     joined = b"".join(varint(v) for v in mixed + values)
-    decoded = _fastparse._decode_packed_varints(
+    decoded = _vectors._decode_packed_varints(
         np.frombuffer(joined, np.uint8), np.array([len(joined)], dtype=np.int64)
     )
     assert decoded is not None
@@ -485,7 +485,7 @@ def test_short_bytes_items_of_many_distinct_lengths_equal_the_generic_path(
 
 def test_key_table_finds_keys_that_share_length_and_outer_windows() -> None:
     needed = {"feature_one_long_name_x": tfr.int64, "feature_two_long_name_x": tfr.int64}
-    table = _fastparse.KeyTable(needed)
+    table = _keys.KeyTable(needed)
     assert table.usable
     keys = [b"feature_two_long_name_x", b"feature_one_long_name_x", b"feature_six_long_name_x"]
     data = np.frombuffer(b"".join(keys) + bytes(16), dtype=np.uint8)
@@ -535,15 +535,15 @@ def _same_runs(got: list[Any], expect: list[Any], same: Any = _same_parsed) -> N
 def test_parse_batches_equals_one_parse_example_per_batch(
     chunk: int, batch: int, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", chunk)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", chunk)
     records = _clean_taxi_like(150)
     specs = _specs(random.Random(batch), KEYS)
     batches = [records[i : i + batch] for i in range(0, len(records), batch)]
     expect = _reference(batches, specs)
-    _same_runs(_run(_parse.parse_batches(iter(batches), specs)), expect)
+    _same_runs(_run(_stream.parse_batches(iter(batches), specs)), expect)
     # Specs that cannot fail on these records: every batch comes out.
     loose: dict[str, Any] = {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}
-    got = _run(_parse.parse_batches(iter(batches), loose))
+    got = _run(_stream.parse_batches(iter(batches), loose))
     assert len(got) == len(batches)
     _same_runs(got, _reference(batches, loose))
     # Specs that read other keys than their name (Sparse, Ragged with a value_key).
@@ -552,7 +552,7 @@ def test_parse_batches_equals_one_parse_example_per_batch(
         "sp": tfr.SparseFeature(index_key="label", value_key="a", dtype=tfr.float32, size=99),
         "a": tfr.VarLenFeature(tfr.float32),
     }
-    _same_runs(_run(_parse.parse_batches(iter(batches), keyed)), _reference(batches, keyed))
+    _same_runs(_run(_stream.parse_batches(iter(batches), keyed)), _reference(batches, keyed))
 
 
 def test_parse_batches_with_empty_and_uneven_batches_equal_parse_example() -> None:
@@ -566,24 +566,24 @@ def test_parse_batches_with_empty_and_uneven_batches_equal_parse_example() -> No
         {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()},
         _specs(random.Random(11), KEYS),
     ):
-        _same_runs(_run(_parse.parse_batches(iter(batches), specs)), _reference(batches, specs))
+        _same_runs(_run(_stream.parse_batches(iter(batches), specs)), _reference(batches, specs))
     # Every batch non-empty: VarLen widths per batch from one reduction over the chunk.
     full = [records[i : i + 13] for i in range(0, 120, 13)]
     loose = {k: tfr.VarLenFeature(DTYPE[kind]) for k, kind in KEYS.items()}
-    _same_runs(_run(_parse.parse_batches(iter(full), loose)), _reference(full, loose))
+    _same_runs(_run(_stream.parse_batches(iter(full), loose)), _reference(full, loose))
 
 
 def test_parse_batches_error_comes_after_the_good_batches_with_its_batch_index(
     monkeypatch: Any,
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 1000)
     spec = {"label": tfr.FixedLenFeature([], tfr.int64)}
     records = [tfr.encode_example({"label": i}) for i in range(100)]
     records[45] = tfr.encode_example({"label": [1, 2]})  # batch 4, index 5
     batches = [records[i : i + 10] for i in range(0, 100, 10)]
     out = []
     with pytest.raises(tfr.ParseError) as info:
-        for parsed in _parse.parse_batches(iter(batches), spec):
+        for parsed in _stream.parse_batches(iter(batches), spec):
             out.append(parsed["label"].tolist())
     assert out == [list(range(i, i + 10)) for i in range(0, 40, 10)]
     expect = _outcome(lambda: tfr.parse_example(batches[4], spec))
@@ -592,21 +592,21 @@ def test_parse_batches_error_comes_after_the_good_batches_with_its_batch_index(
 
 
 def test_parse_batches_undecodable_record_in_a_later_batch(monkeypatch: Any) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 1000)
     spec = {"label": tfr.VarLenFeature(tfr.int64)}
     records = [tfr.encode_example({"label": i}) for i in range(60)]
     records[33] = b"\xff\xff garbage"
     batches = [records[i : i + 16] for i in range(0, 60, 16)]
     got = []
     with pytest.raises(tfr.ParseError) as info:
-        for parsed in _parse.parse_batches(iter(batches), spec):
+        for parsed in _stream.parse_batches(iter(batches), spec):
             got.append(parsed["label"].values.tolist())
     assert got == [list(range(16)), list(range(16, 32))]
     assert info.value.index == 1
 
 
 def test_an_upstream_error_comes_after_the_batches_read_before_it(monkeypatch: Any) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 1000)
     spec = {"label": tfr.FixedLenFeature([], tfr.int64)}
 
     def batches() -> Any:
@@ -616,17 +616,17 @@ def test_an_upstream_error_comes_after_the_batches_read_before_it(monkeypatch: A
 
     got = []
     with pytest.raises(tfr.DataLossError):
-        for parsed in _parse.parse_batches(batches(), spec):
+        for parsed in _stream.parse_batches(batches(), spec):
             got.append(int(parsed["label"][0]))
     assert got == [0, 10, 20]
 
 
 def test_parse_stream_mixes_batches_and_single_records(monkeypatch: Any) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 25)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 25)
     spec = {"x": tfr.VarLenFeature(tfr.float32)}
     recs = [tfr.encode_example({"x": [float(i)] * (i % 3)}) for i in range(40)]
     items: list[Any] = [recs[0:10], recs[10:20], recs[20], recs[21:30], recs[30:40]]
-    got = list(_parse.parse_stream(iter(items), spec))
+    got = list(_stream.parse_stream(iter(items), spec))
     assert len(got) == 5
     assert isinstance(got[2]["x"], tfr.SparseValue) and got[2]["x"].values.tolist() == [20.0] * 2
     for item, parsed in zip(items, got):
@@ -638,7 +638,7 @@ def test_parse_stream_mixes_batches_and_single_records(monkeypatch: Any) -> None
 def test_dataset_parse_batch_and_batch_parse_equal_parse_example(
     tmp_path: Any, drop_remainder: bool, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 64)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 64)
     records = _clean_taxi_like(300, seed=4)
     path = str(tmp_path / "h.tfrecord")
     with tfr.TFRecordWriter(path) as w:
@@ -820,7 +820,7 @@ def _watch_sequences(monkeypatch: Any) -> list[Any]:
         seen.append(real(*args, **kwargs))
         return seen[-1]
 
-    monkeypatch.setattr(_fastparse, "extract_sequences", spy)
+    monkeypatch.setattr(_sequence, "extract_sequences", spy)
     return seen
 
 
@@ -933,14 +933,14 @@ def _sequence_batches(seed: int, n: int, batch: int) -> list[list[bytes]]:
 def test_sequence_stream_equals_one_parse_sequence_example_per_batch(
     chunk: int, batch: int, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", chunk)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", chunk)
     batches = _sequence_batches(batch, 150, batch)
     context, lists = _sequence_specs(SEQ_CONTEXT)
     expect = _sequence_reference(batches, context, lists)
     assert all(outcome[0] == "ok" for outcome in expect)
     seen = _watch_sequences(monkeypatch)
-    plan = _parse.compile_sequence_features(context, lists)
-    got = _run(_parse.parse_sequence_stream(iter(batches), plan))
+    plan = _sequence.compile_sequence_features(context, lists)
+    got = _run(_stream.parse_sequence_stream(iter(batches), plan))
     _same_sequence_runs(got, expect)
     if chunk == 100_000 and batch < 150:
         # One extraction for every batch, by the vectorized path.
@@ -951,7 +951,7 @@ def test_sequence_stream_equals_one_parse_sequence_example_per_batch(
         "tokens": tfr.VarLenFeature(tfr.int64),
     }
     _same_sequence_runs(
-        _run(_parse.parse_sequence_stream(iter(batches), _parse.SequencePlan({}, keyed))),
+        _run(_stream.parse_sequence_stream(iter(batches), _sequence.SequencePlan({}, keyed))),
         _sequence_reference(batches, {}, keyed),
     )
 
@@ -959,7 +959,7 @@ def test_sequence_stream_equals_one_parse_sequence_example_per_batch(
 def test_sequence_stream_error_comes_after_the_good_batches_with_its_batch_index(
     monkeypatch: Any,
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 1000)
     batches = _sequence_batches(5, 100, 10)
     # Batch 4, record 3: a step of the fixed-size list with 3 values, not 2. Every
     # record is still one the vectorized path reads: the count is checked per batch.
@@ -970,8 +970,8 @@ def test_sequence_stream_error_comes_after_the_good_batches_with_its_batch_index
     expect = _sequence_reference(batches, context, lists)
     assert [o[0] for o in expect] == ["ok"] * 4 + ["error"] and expect[-1][3] == 3
     del seen[:]
-    plan = _parse.compile_sequence_features(context, lists)
-    got = _run(_parse.parse_sequence_stream(iter(batches), plan))
+    plan = _sequence.compile_sequence_features(context, lists)
+    got = _run(_stream.parse_sequence_stream(iter(batches), plan))
     _same_sequence_runs(got, expect)
     assert len(seen) == 1 and seen[0] is not None
     # An undecodable record in a later batch: the chunk goes batch by batch.
@@ -979,13 +979,13 @@ def test_sequence_stream_error_comes_after_the_good_batches_with_its_batch_index
     batches[7][2] = b"\xff\xff garbage"
     expect = _sequence_reference(batches, context, lists)
     assert [o[0] for o in expect] == ["ok"] * 7 + ["error"] and expect[-1][3] == 2
-    _same_sequence_runs(_run(_parse.parse_sequence_stream(iter(batches), plan)), expect)
+    _same_sequence_runs(_run(_stream.parse_sequence_stream(iter(batches), plan)), expect)
 
 
 def test_sequence_stream_upstream_error_and_single_records(monkeypatch: Any) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 1000)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 1000)
     context, lists = _sequence_specs(SEQ_CONTEXT)
-    plan = _parse.compile_sequence_features(context, lists)
+    plan = _sequence.compile_sequence_features(context, lists)
     batches = _sequence_batches(8, 30, 10)
 
     def upstream() -> Any:
@@ -994,14 +994,14 @@ def test_sequence_stream_upstream_error_and_single_records(monkeypatch: Any) -> 
 
     got = []
     with pytest.raises(tfr.DataLossError):
-        for parsed in _parse.parse_sequence_stream(upstream(), plan):
+        for parsed in _stream.parse_sequence_stream(upstream(), plan):
             got.append(parsed)
     assert len(got) == 3
     for parsed, b in zip(got, batches):
         _same_sequences(parsed, tfr.parse_sequence_example(b, context, lists))
     # A single record (bytes) between batches: parse_single_sequence_example's pair.
     items: list[Any] = [batches[0], batches[1][0], batches[2]]
-    out = list(_parse.parse_sequence_stream(iter(items), plan))
+    out = list(_stream.parse_sequence_stream(iter(items), plan))
     assert len(out) == 3 and len(out[1]) == 2
     single = tfr.parse_single_sequence_example(batches[1][0], context, lists)
     for p, q in zip(out[1], single):
@@ -1012,7 +1012,7 @@ def test_sequence_stream_upstream_error_and_single_records(monkeypatch: Any) -> 
 def test_dataset_batch_parse_sequence_equals_parse_sequence_example(
     tmp_path: Any, drop_remainder: bool, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 64)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 64)
     records = [r for b in _sequence_batches(9, 200, 200) for r in b]
     path = str(tmp_path / "s.tfrecord")
     with tfr.TFRecordWriter(path) as w:
@@ -1023,13 +1023,13 @@ def test_dataset_batch_parse_sequence_equals_parse_sequence_example(
     batches = [records[i : min(i + 32, n)] for i in range(0, n, 32)]
     # The parser gets the batches as spans of the blocks read (no record copied).
     kinds: list[type] = []
-    real = _parse._parse_sequence_group
+    real = _stream._parse_sequence_group
 
     def spy(group: Any, plan: Any) -> Any:
         kinds.extend(type(b) for b in group)
         return real(group, plan)
 
-    monkeypatch.setattr(_parse, "_parse_sequence_group", spy)
+    monkeypatch.setattr(_stream, "_parse_sequence_group", spy)
     ds = tfr.TFRecordDataset(path)
     pipeline = ds.batch(32, drop_remainder=drop_remainder).parse_sequence(context, lists)
     _same_sequence_runs(_run(pipeline), _sequence_reference(batches, context, lists))

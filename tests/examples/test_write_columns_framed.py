@@ -20,13 +20,12 @@ import tfrecord_lite as tfr
 import tfrecord_lite._examples._columns as arrays_mod
 from tfrecord_lite import example_pb2
 from tfrecord_lite._examples._build import (
-    _encode_columns_framed,
     bytes_rows,
-    encode_columns,
     encode_example,
     int64_feature,
     make_example,
 )
+from tfrecord_lite._examples._encode_columns import _encode_columns_framed, encode_columns
 from tfrecord_lite._record._crc import mask
 from tfrecord_lite._record._framing import FramedRecords, frame_parts, frame_rows
 
@@ -337,7 +336,7 @@ def test_chunks_hold_about_write_chunk_bytes() -> None:
 
 def test_prefix_cache_bounded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     """Prefixes are shared between chunks and calls; a full cache starts over, same bytes."""
-    import tfrecord_lite._examples._build as example_mod
+    import tfrecord_lite._examples._encode_columns as example_mod
 
     monkeypatch.setattr(example_mod, "_PREFIX_SIZES_MAX", 5)
     monkeypatch.setattr(example_mod, "_PREFIX_KEYS_MAX", 2)

@@ -18,7 +18,7 @@ with atheris.instrument_imports(include=["tfrecord_lite"]):
     import _common
 
     import tfrecord_lite as tfr
-    from tfrecord_lite._examples import _parse
+    from tfrecord_lite._examples import _stream
 
 
 def TestOneInput(data: bytes) -> None:
@@ -29,7 +29,7 @@ def TestOneInput(data: bytes) -> None:
     _common.fast_and_generic(lambda: tfr.parse_single_example(records[0], spec))
     size = 1 + (flags >> 1) % 8
     batches = [batch[i : i + size] for i in range(0, len(batch), size)]
-    chunked = _chunked(lambda: _parse.parse_batches(iter(batches), spec))
+    chunked = _chunked(lambda: _stream.parse_batches(iter(batches), spec))
     one_by_one = _chunked(lambda: (tfr.parse_example(b, spec) for b in batches))
     if chunked != one_by_one:
         raise AssertionError(f"chunked batches disagree:\n{chunked!r}\n!=\n{one_by_one!r}")

@@ -18,7 +18,7 @@ from test_parse_engine import KEYS, _records, _reference, _run, _same_runs, _spe
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _extract as _fastparse
-from tfrecord_lite._examples import _parse
+from tfrecord_lite._examples import _extracted, _stream
 from tfrecord_lite._record import _framing, _scan
 from tfrecord_lite._record._scan import RecordSpans, scan
 
@@ -157,7 +157,7 @@ def _write(path: Any, records: list[bytes]) -> str:
 def test_dataset_parse_batch_over_spans_equals_parse_example(
     tmp_path: Any, monkeypatch: Any, messy: bool, drop_remainder: bool
 ) -> None:
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 96)
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 96)
     rng = random.Random(11 + messy)
     records = _records(rng, 700, KEYS, messy=messy)
     files = [
@@ -181,8 +181,8 @@ def test_values_outlive_the_reused_work_array_of_joined_blocks(
     """Spans of several blocks are joined into one reused work array per thread; every
     value handed out is a copy, intact after later windows reuse the array."""
     monkeypatch.setattr(_fastparse, "WINDOW_BYTES", 20_000)  # several windows per chunk
-    monkeypatch.setattr(_parse, "CHUNK_RECORDS", 40)
-    monkeypatch.setattr(_fastparse, "_PAD", 1 << 20)  # no block has room after: all joined
+    monkeypatch.setattr(_stream, "CHUNK_RECORDS", 40)
+    monkeypatch.setattr(_extracted, "_PAD", 1 << 20)  # no block has room after: all joined
     joins: list[int] = []
     real = _scan.scratch
 
@@ -224,13 +224,13 @@ def test_values_outlive_the_reused_work_array_of_joined_blocks(
 def parsed_types(monkeypatch: Any) -> list[type]:
     """The type of every batch the chunked parser is handed."""
     seen: list[type] = []
-    real = _parse._parse_group
+    real = _stream._parse_group
 
     def spy(group: list[Any], plan: Any) -> Any:
         seen.extend(type(b) for b in group)
         return real(group, plan)
 
-    monkeypatch.setattr(_parse, "_parse_group", spy)
+    monkeypatch.setattr(_stream, "_parse_group", spy)
     return seen
 
 
@@ -288,13 +288,13 @@ def test_blocks_grow_while_records_are_big_unless_the_block_size_is_given(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
     seen: list[Any] = []
-    real = _parse._parse_group
+    real = _stream._parse_group
 
     def spy(group: list[Any], plan: Any) -> Any:
         seen.extend(group)
         return real(group, plan)
 
-    monkeypatch.setattr(_parse, "_parse_group", spy)
+    monkeypatch.setattr(_stream, "_parse_group", spy)
     rng = random.Random(3)
     blobs = [rng.randbytes(rng.randrange(30_000, 50_000)) for _ in range(400)]
     path = str(tmp_path / "big.tfrecord")

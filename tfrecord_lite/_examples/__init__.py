@@ -5,10 +5,10 @@ whole files as NumPy columns.
 Other units import from this package only, and only these names.
 """
 
+from ._assemble import ParsedValue
 from ._build import (
     bytes_feature,
     bytes_rows,
-    encode_columns,
     encode_example,
     encode_sequence_example,
     float_feature,
@@ -17,6 +17,7 @@ from ._build import (
     make_sequence_example,
 )
 from ._columns import concat_parsed, read_examples, write_examples
+from ._encode_columns import encode_columns
 from ._infer import (
     DEFAULT_SAMPLE,
     FeatureStats,
@@ -25,18 +26,7 @@ from ._infer import (
     infer_schema,
     schema_from_stats,
 )
-from ._parse import (
-    ParsedValue,
-    compile_features,
-    compile_sequence_features,
-    parse_batches,
-    parse_example,
-    parse_sequence_example,
-    parse_sequence_stream,
-    parse_single_example,
-    parse_single_sequence_example,
-    parse_stream,
-)
+from ._parse import ParsePlan, compile_features, parse_example, parse_single_example
 from ._schema import (
     DType,
     FeatureSpec,
@@ -60,6 +50,13 @@ from ._schema import (
     uint64,
     validate_features,
 )
+from ._sequence import (
+    SequencePlan,
+    compile_sequence_features,
+    parse_sequence_example,
+    parse_single_sequence_example,
+)
+from ._stream import parse_batches, parse_sequence_stream, parse_stream
 from ._values import RaggedValue, SparseValue
 
 __all__ = [
@@ -69,10 +66,12 @@ __all__ = [
     "FeatureStats",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "ParsePlan",
     "ParsedValue",
     "RaggedFeature",
     "RaggedValue",
     "Schema",
+    "SequencePlan",
     "SparseFeature",
     "SparseValue",
     "VarLenFeature",

@@ -46,7 +46,7 @@ Notes and decisions:
   rows use :func:`bytes_rows`, which views each row as one bytes value.
 * **Bytes are never decoded or re-encoded**: NUL bytes anywhere are kept. Only a
   ``str`` is turned into bytes (UTF-8). Beware that NumPy's fixed-width ``S``
-  dtype itself drops trailing NUL bytes (``np.array([b"a\\0"])[0] == b"a"``):
+  dtype itself drops trailing NUL bytes (``np.array([b"a\0"])[0] == b"a"``):
   use a list, an object array or a ``V`` (void) array for binary data.
 * **Empty values**: an empty list / tuple / object array has no kind and gives an
   empty ``Feature()`` (TensorFlow parses it as *missing*: a ``FixedLenFeature``
@@ -64,19 +64,12 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Callable, Final, Optional, Union
+from typing import Any, Final, Optional
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import example_pb2, feature_pb2
-from .._record import (
-    HEADER_SIZE,
-    RECORD_OVERHEAD,
-    FramedRecords,
-    encode_records,
-    frame_rows,
-)
 from ._wire import (
     SMALL_VARINT_LIMIT,
     SMALL_VARINTS,
@@ -84,7 +77,6 @@ from ._wire import (
     decode_varints,
     encode_varint,
     encode_varints,
-    varint_sizes,
 )
 
 __all__ = [
@@ -98,12 +90,22 @@ __all__ = [
     "make_sequence_example",
 ]
 
+
 # Kinds of a converted value.
 _EMPTY: Final = 0  # Feature() with no kind; payload None
+
+
 _BYTES: Final = 1  # payload: list[bytes]
+
+
 _FLOAT: Final = 2  # payload: packed little-endian float32 bytes
+
+
 _INT64: Final = 3  # payload: packed varint bytes
+
+
 _FEATURE: Final = 4  # payload: a serialized Feature, copied as is
+
 
 _KIND_NAMES: Final = {
     _EMPTY: "empty",
@@ -113,20 +115,28 @@ _KIND_NAMES: Final = {
     _FEATURE: "Feature",
 }
 
+
 _INT64_MIN: Final = -(1 << 63)
+
+
 _INT64_MAX: Final = (1 << 63) - 1
+
+
 _F32: Final = struct.Struct("<f")
 
+
 _FEATURE_NAMES: Final = ("tfrecord_lite.Feature", "tensorflow.Feature")
+
+
 _FEATURE_LIST_NAMES: Final = ("tfrecord_lite.FeatureList", "tensorflow.FeatureList")
 
+
 Converted = tuple[int, Any]
+
+
 #: Where a value comes from, for error messages: ``(prefix, key)`` formatted lazily by
 #: :func:`_fmt` as ``prefix + repr(key)`` (or just ``prefix`` when key is None).
 Where = tuple[str, object]
-
-
-# --------------------------------------------------------------------------- conversion
 
 
 def _where(key: object) -> Where:
@@ -200,6 +210,8 @@ _ELEMENT_KIND: dict[type, str] = {
     np.bool_: "i",
     float: "f",
 }
+
+
 _INT_TYPES: tuple[type, ...] = (np.int8, np.int16, np.int32, np.int64)
 _INT_TYPES += (np.uint8, np.uint16, np.uint32, np.uint64)
 _FLOAT_TYPES: tuple[type, ...] = (np.float16, np.float32, np.float64, np.longdouble)
@@ -350,9 +362,6 @@ def _classify(where: Where, value: Any) -> Converted:
     raise TypeError(f"{_fmt(where)}: unsupported value type {t.__name__}")
 
 
-# --------------------------------------------------------------------------- explicit kinds
-
-
 def _to_list(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value
@@ -453,9 +462,6 @@ def bytes_rows(array: npt.ArrayLike) -> np.ndarray:
     return arr.reshape(n, -1).view(np.uint8).reshape(n, width).view(row_type).reshape(n)
 
 
-# --------------------------------------------------------------------------- protobuf objects
-
-
 def _build_feature(kind: int, payload: Any) -> feature_pb2.Feature:
     feature = feature_pb2.Feature()
     _fill_feature(feature, kind, payload)
@@ -476,7 +482,6 @@ def _fill_feature(feature: feature_pb2.Feature, kind: int, payload: Any) -> None
         feature.bytes_list.value.extend(payload)
     elif kind == _FEATURE:
         feature.ParseFromString(payload)
-    # _EMPTY: the map entry exists, with no kind set.
 
 
 def _check_mapping(what: str, mapping: Any) -> Mapping[str, Any]:
@@ -579,9 +584,6 @@ def make_sequence_example(
         for kind, payload in _classify_steps(("feature list ", key), steps):
             _fill_feature(flist.feature.add(), kind, payload)
     return seq
-
-
-# --------------------------------------------------------------------------- wire encoding
 
 
 def _vlen(n: int) -> bytes:
@@ -714,453 +716,3 @@ def encode_sequence_example(
         lists += _add_entry(parts, key, pieces, size)
     parts[at] = _vlen(lists)
     return b"".join(parts)
-
-
-# --------------------------------------------------------------------------- columns
-#
-# encode_columns builds many records at once. Each column yields, per record i,
-# ``d[i]`` bytes of *data* (packed varints, packed float32, one bytes value, or a
-# whole serialized Feature); everything in front of the data in the record's map
-# entry (tag, sizes, key, Feature/list headers) depends only on the column and
-# d[i], so it is computed once per distinct size. Records are then put together
-# one of two ways:
-#
-# * rows: when every column's data comes from a NumPy array, records with the same
-#   sizes in every column are laid out as the rows of one 2-D byte array (one
-#   group per distinct size pattern; usually one or two);
-# * join: otherwise, each record is one ``b"".join`` of its pieces.
-
-
-#: Mean bytes per record under which a list-backed column still uses 2-D rows.
-_SMALL_DATA: Final = 64
-
-
-def _int64_header(d: int) -> bytes:
-    if not d:
-        return b"\x1a\x00"
-    ln = encode_varint(d)
-    return b"\x1a" + encode_varint(1 + len(ln) + d) + b"\x0a" + ln
-
-
-def _float_header(d: int) -> bytes:
-    if not d:
-        return b"\x12\x00"
-    ln = encode_varint(d)
-    return b"\x12" + encode_varint(1 + len(ln) + d) + b"\x0a" + ln
-
-
-def _single_bytes_header(d: int) -> bytes:
-    ln = encode_varint(d)
-    return b"\x0a" + encode_varint(1 + len(ln) + d) + b"\x0a" + ln
-
-
-def _no_header(d: int) -> bytes:
-    return b""
-
-
-def _rows_to_bytes(rows: npt.NDArray[np.uint8]) -> list[bytes]:
-    """Each row of a 2-D uint8 array as one ``bytes`` (exact: NUL bytes kept)."""
-    n, width = rows.shape
-    if width == 0:
-        return [b""] * n
-    # A void ("V") view converts to bytes in C; unlike "S" it keeps trailing NULs.
-    records: list[bytes] = (
-        np.ascontiguousarray(rows).view(np.dtype((np.void, width))).reshape(n).tolist()
-    )
-    return records
-
-
-def _split(buf: bytes, sizes: npt.NDArray[np.int64]) -> list[bytes]:
-    """``buf`` cut into consecutive pieces of ``sizes`` bytes."""
-    ends = np.cumsum(sizes).tolist()
-    return [buf[a:b] for a, b in zip([0, *ends[:-1]], ends)]
-
-
-def _join_rows(
-    data: list[bytes], idx: Optional[npt.NDArray[np.intp]], width: int
-) -> npt.NDArray[np.uint8]:
-    """Equal-sized ``data[i]`` (``i`` in ``idx``, or all) as rows of a 2-D array."""
-    joined = b"".join(data) if idx is None else b"".join([data[i] for i in idx.tolist()])
-    count = len(data) if idx is None else len(idx)
-    return np.frombuffer(joined, dtype=np.uint8).reshape(count, width)
-
-
-#: Map-entry prefixes by (key field, header kind), then data size: shared by every chunk
-#: and call, so a column of many distinct sizes computes each prefix once.
-_PREFIXES: dict[tuple[bytes, Callable[[int], bytes]], dict[int, bytes]] = {}
-_PREFIX_KEYS_MAX: Final = 4096
-_PREFIX_SIZES_MAX: Final = 65536
-
-
-def _prefix_cache(key_field: bytes, header: Callable[[int], bytes]) -> dict[int, bytes]:
-    cache = _PREFIXES.get((key_field, header))
-    if cache is None or len(cache) >= _PREFIX_SIZES_MAX:
-        if len(_PREFIXES) >= _PREFIX_KEYS_MAX:
-            _PREFIXES.clear()
-        cache = _PREFIXES[key_field, header] = {}
-    return cache
-
-
-class _Column:
-    """One column of :func:`encode_columns`.
-
-    ``d[i]`` is the size of record ``i``'s data; its map entry is
-    ``prefix(d[i]) + data_i``. ``data_list()`` gives every record's data;
-    ``data_rows(idx, width)`` the data of records ``idx`` (all if None), all of
-    size ``width``, as a 2-D array. ``array_backed`` columns make rows cheaply
-    (NumPy data, or short values).
-    """
-
-    __slots__ = ("_cache", "_header", "_key_field", "array_backed", "d", "data_list", "data_rows")
-
-    def __init__(
-        self,
-        name: str,
-        header: Callable[[int], bytes],
-        d: npt.NDArray[np.int64],
-        data_list: Callable[[], list[bytes]],
-        data_rows: Callable[[Optional[npt.NDArray[np.intp]], int], npt.NDArray[np.uint8]],
-        array_backed: bool,
-    ) -> None:
-        self._key_field = _key_field(name)
-        self._header = header
-        self._cache = _prefix_cache(self._key_field, header)
-        self.d = d
-        self.data_list = data_list
-        self.data_rows = data_rows
-        self.array_backed = array_backed
-
-    def prefix(self, d: int) -> bytes:
-        """Map-entry bytes in front of ``d`` bytes of data."""
-        p = self._cache.get(d)
-        if p is None:
-            fh = self._header(d)
-            f = len(fh) + d
-            lf = encode_varint(f)
-            size = len(self._key_field) + 1 + len(lf) + f
-            p = b"".join((b"\x0a", encode_varint(size), self._key_field, b"\x12", lf, fh))
-            self._cache[d] = p
-        return p
-
-    def prefixes(self, sizes: list[int]) -> list[bytes]:
-        """:meth:`prefix` of each size."""
-        get = self._cache.get
-        return [get(d) or self.prefix(d) for d in sizes]
-
-
-def _rows_ok(d: npt.NDArray[np.int64], n: int) -> bool:
-    """Whether data held as a list of bytes is small enough to go through 2-D rows.
-
-    Rows cost a join and an extra copy of the data, the per-record join path costs a
-    ``b"".join`` per record: for short values (dtype strings, ids) rows win.
-    """
-    return int(d.sum()) <= _SMALL_DATA * n
-
-
-def _bytes_list_column(name: str, values: list[bytes], n: int) -> _Column:
-    """One bytes value per record."""
-    d = np.fromiter(map(len, values), dtype=np.int64, count=n)
-
-    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
-        return _join_rows(values, idx, width)
-
-    return _Column(name, _single_bytes_header, d, lambda: values, data_rows, _rows_ok(d, n))
-
-
-def _array_rows_column(
-    name: str, header: Callable[[int], bytes], rows: npt.NDArray[np.uint8], n: int
-) -> _Column:
-    """Every record's data is one row of a 2-D uint8 array (void and float columns)."""
-    d = np.full(n, rows.shape[1], dtype=np.int64)
-
-    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
-        return rows if idx is None else rows[idx]
-
-    return _Column(name, header, d, lambda: _rows_to_bytes(rows), data_rows, True)
-
-
-def _check_uint64(where: Where, values: np.ndarray) -> None:
-    if values.dtype.kind == "u" and values.dtype.itemsize == 8 and values.size:
-        top = int(values.max())
-        if top > _INT64_MAX:
-            raise ValueError(f"{_fmt(where)}: value {top} is out of int64 range [-2**63, 2**63)")
-
-
-def _int_column(where: Where, name: str, values: np.ndarray, n: int) -> _Column:
-    """``values``: (n, m) integer/bool array; each record gets its row."""
-    _check_uint64(where, values)
-    if values.dtype.kind == "b":
-        values = values.astype(np.uint8)
-    sizes = varint_sizes(values)
-    d = sizes.sum(axis=1, dtype=np.int64)
-    one_byte_each = not sizes.size or int(sizes.max()) == 1
-    uniform = not n or int(d.min()) == int(d.max())
-
-    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
-        sub = values if idx is None else values[idx]
-        if one_byte_each:
-            return sub.astype(np.uint8)
-        return _encode_varints_array(sub).reshape(len(sub), width)
-
-    def data_list() -> list[bytes]:
-        if uniform:
-            return _rows_to_bytes(data_rows(None, int(d[0])))
-        return _split(_encode_varints_array(values).tobytes(), d)
-
-    return _Column(name, _int64_header, d, data_list, data_rows, True)
-
-
-def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
-    """Any per-record values, each converted like an ``encode_example`` value."""
-    feats = []
-    seen: Optional[int] = None
-    record_prefix = f"{_fmt(where)}, record "
-    for i in range(n):
-        kind, payload = _classify((record_prefix, i), values[i])
-        if kind == _BYTES or kind == _FLOAT or kind == _INT64:  # noqa: SIM109
-            if seen is None:
-                seen = kind
-            elif kind != seen:
-                raise TypeError(
-                    f"{_fmt(where)}: record {i} is a {_KIND_NAMES[kind]} but earlier records "
-                    f"are {_KIND_NAMES[seen]}; a column holds one kind of value "
-                    "(convert it first, e.g. with np.asarray(column, np.float32))"
-                )
-        feats.append(_feature_bytes(kind, payload))
-    d = np.fromiter(map(len, feats), dtype=np.int64, count=n)
-
-    def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
-        return _join_rows(feats, idx, width)
-
-    return _Column(name, _no_header, d, lambda: feats, data_rows, _rows_ok(d, n))
-
-
-def _make_column(name: str, values: Any, n: int) -> _Column:
-    where = _where(name)
-    if not isinstance(values, (np.ndarray, Sequence)) and hasattr(values, "__array__"):
-        values = np.asarray(values)  # torch / jax tensors, pandas Series, ...
-    if isinstance(values, np.ndarray):
-        if values.ndim == 0:
-            raise ValueError(f"{_fmt(where)}: a column needs one value per record, got a 0-d array")
-        if len(values) != n:
-            raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
-        kind = values.dtype.kind
-        per_record = int(np.prod(values.shape[1:], dtype=np.int64))
-        if kind in "iub":
-            return _int_column(where, name, values.reshape(n, per_record), n)
-        if kind == "f":
-            with np.errstate(over="ignore"):
-                f32 = np.ascontiguousarray(values.reshape(n, per_record), dtype="<f4")
-            return _array_rows_column(name, _float_header, f32.view(np.uint8), n)
-        if values.ndim == 1:
-            if kind == "V" and values.dtype.names is None:
-                rows = np.ascontiguousarray(values).view(np.uint8).reshape(n, values.dtype.itemsize)
-                return _array_rows_column(name, _single_bytes_header, rows, n)
-            if kind == "S":
-                return _bytes_list_column(name, values.tolist(), n)
-            if kind == "U":
-                return _bytes_list_column(name, [_str_bytes(where, s) for s in values.tolist()], n)
-            if kind == "O":
-                return _make_column(name, values.tolist(), n)
-        if kind in "SUVO":
-            return _generic_column(where, name, values, n)
-        raise TypeError(f"{_fmt(where)}: unsupported NumPy dtype {values.dtype} for a column")
-    if isinstance(values, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(
-        values, Sequence
-    ):
-        raise TypeError(
-            f"{_fmt(where)}: a column is a list or array with one value per record, "
-            f"not {type(values).__name__}"
-        )
-    if len(values) != n:
-        raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
-    types = set(map(type, values))
-    if len(types) == 1:
-        t = next(iter(types))
-        if t is bytes:
-            return _bytes_list_column(name, list(values), n)
-        if t is str:
-            return _bytes_list_column(name, [_str_bytes(where, s) for s in values], n)
-        if t is int:
-            try:
-                arr = np.array(values, dtype=np.int64)
-            except OverflowError:
-                for v in values:
-                    _check_int64(where, v)
-                raise  # pragma: no cover
-            return _int_column(where, name, arr.reshape(n, 1), n)
-        if t is float:
-            with np.errstate(over="ignore"):
-                f32 = np.array(values, dtype=np.float64).astype("<f4").reshape(n, 1)
-            return _array_rows_column(name, _float_header, f32.view(np.uint8), n)
-    return _generic_column(where, name, values, n)
-
-
-def _columns(columns: Mapping[str, Any], n: int) -> list[_Column]:
-    if n < 0:
-        raise ValueError(f"number of records must be >= 0, got {n}")
-    columns = _check_mapping("columns", columns)
-    return [_make_column(_check_key(k), v, n) for k, v in columns.items()]
-
-
-def encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
-    """Serialize ``n`` Examples from columns: record ``i`` holds ``{k: columns[k][i]}``.
-
-    A column is a list or NumPy array of length ``n``; record ``i`` gets exactly
-    what ``encode_example({k: columns[k][i] for k in columns})`` gives it: a
-    ``(n, ...)`` numeric array gives each record its row, flattened; a ``(n,)``
-    bytes / str / void / object array or a list gives each record one item (one
-    value, or the list it holds). In addition, all non-empty records of a column
-    must share one kind (``TypeError`` otherwise: no column changes type from row
-    to row). Map entries are in the order of ``columns``.
-
-    Fast layouts: numeric arrays, :func:`bytes_rows` views, lists of ``bytes``,
-    lists of ``int`` / ``float``. Anything else is converted record by record.
-    """
-    cols = _columns(columns, n)
-    if n == 0:
-        return []
-    if not cols:
-        return [b"\x0a\x00"] * n
-    groups = _row_groups(cols, n)
-    if groups is None:
-        return _assemble_join(cols, n)
-    if len(groups) == 1:
-        return _rows_to_bytes(_assemble_rows(cols, None, n, framed=False))
-    return _in_order(
-        [_rows_to_bytes(_assemble_rows(cols, idx, n, framed=False)) for idx in groups], groups, n
-    )
-
-
-def _encode_columns_framed(columns: Mapping[str, Any], n: int) -> FramedRecords:
-    """The records of :func:`encode_columns`, framed: one buffer holding the file's bytes.
-
-    Equals ``encode_records(encode_columns(columns, n))``. When every column is
-    array-backed and the records share a size, the framed records are built as the
-    rows of one 2-D array (headers, data and CRCs filled column by column), with no
-    ``bytes`` object per record.
-    """
-    cols = _columns(columns, n)
-    if n == 0:
-        return FramedRecords(b"", 0)
-    if not cols:
-        return FramedRecords(encode_records([b"\x0a\x00"] * n), n)
-    groups = _row_groups(cols, n)
-    if groups is None:
-        return FramedRecords(encode_records(_assemble_join(cols, n)), n)
-    if len(groups) == 1:
-        rows = _assemble_rows(cols, None, n, framed=True)
-        return FramedRecords(rows.reshape(-1).data, n)
-    framed = [_rows_to_bytes(_assemble_rows(cols, idx, n, framed=True)) for idx in groups]
-    return FramedRecords(b"".join(_in_order(framed, groups, n)), n)
-
-
-def _row_groups(cols: list[_Column], n: int) -> Optional[list[Optional[npt.NDArray[np.intp]]]]:
-    """How to lay out the records as 2-D rows: groups of record indices of equal sizes.
-
-    ``[None]`` means all records in one group; ``None`` means no rows at all (a column
-    is not array-backed, or there are too many size patterns): join record by record.
-    """
-    if not all(c.array_backed for c in cols):
-        return None
-    varying = [c.d for c in cols if int(c.d.min()) != int(c.d.max())]
-    if not varying:
-        return [None]
-    codes = _size_pattern_codes(varying)
-    n_groups = int(codes.max()) + 1
-    if n_groups * 64 > n:
-        return None
-    order = np.argsort(codes.astype(np.int16 if n_groups < 2**15 else np.int64), kind="stable")
-    bounds = np.cumsum(np.bincount(codes, minlength=n_groups))[:-1]
-    return list(np.split(order, bounds))
-
-
-def _in_order(
-    parts: list[list[bytes]], groups: list[Optional[npt.NDArray[np.intp]]], n: int
-) -> list[bytes]:
-    """The records of several groups (``parts[g][j]`` is record ``groups[g][j]``) in order."""
-    result = np.empty(n, dtype=object)
-    for idx, records in zip(groups, parts):
-        result[idx] = records
-    ordered: list[bytes] = result.tolist()
-    return ordered
-
-
-def _size_pattern_codes(varying: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.intp]:
-    """A code per record, equal for records whose sizes are equal in every column."""
-    code: Optional[npt.NDArray[np.int64]] = None
-    radix = 1
-    for d in varying:
-        _, inverse = np.unique(d, return_inverse=True)
-        inverse = inverse.reshape(-1).astype(np.int64)
-        levels = int(inverse.max()) + 1
-        if code is None:
-            code = inverse
-        elif radix * levels < 2**62:
-            code = code * levels + inverse
-        else:  # too many combinations for one int64 key: compact first
-            code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)
-            code = code * levels + inverse
-        radix = int(code.max()) + 1
-    assert code is not None
-    return np.unique(code, return_inverse=True)[1].reshape(-1)
-
-
-def _assemble_rows(
-    cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: int, *, framed: bool
-) -> npt.NDArray[np.uint8]:
-    """Records ``idx`` (all if None), whose sizes agree column by column, as 2-D rows.
-
-    With ``framed``, each row is the framed record (header, record, footer).
-    """
-    first = 0 if idx is None else int(idx[0])
-    m = n if idx is None else len(idx)
-    pieces: list[Union[bytes, npt.NDArray[np.uint8]]] = []
-    body = 0
-    for c in cols:
-        d = int(c.d[first])
-        p = c.prefix(d)
-        pieces.append(p)
-        pieces.append(c.data_rows(idx, d))
-        body += len(p) + d
-    pieces.insert(0, b"\x0a" + _vlen(body))
-    size = len(pieces[0]) + body
-    pos = HEADER_SIZE if framed else 0
-    out = np.empty((m, size + (RECORD_OVERHEAD if framed else 0)), dtype=np.uint8)
-    for piece in pieces:
-        if isinstance(piece, bytes):
-            w = len(piece)
-            if w:
-                out[:, pos : pos + w] = np.frombuffer(piece, dtype=np.uint8)
-        else:
-            w = piece.shape[1]
-            if w:
-                out[:, pos : pos + w] = piece
-        pos += w
-    if framed:
-        frame_rows(out)
-    return out
-
-
-def _assemble_join(cols: list[_Column], n: int) -> list[bytes]:
-    """Records of any sizes: one ``b"".join`` of its pieces per record."""
-    lists: list[list[bytes]] = []
-    body = np.zeros(n, dtype=np.int64)
-    for c in cols:
-        d0 = int(c.d[0])
-        if int(c.d.min()) == int(c.d.max()):
-            p = c.prefix(d0)
-            lists.append([p] * n)
-            body += len(p) + d0
-        else:
-            uniq, inverse = np.unique(c.d, return_inverse=True)
-            prefixes = c.prefixes(uniq.tolist())
-            lens = np.fromiter(map(len, prefixes), dtype=np.int64, count=len(prefixes))
-            inverse = inverse.reshape(-1)
-            body += lens[inverse] + c.d
-            lists.append(np.array(prefixes, dtype=object)[inverse].tolist())
-        lists.append(c.data_list())
-    ub, binv = np.unique(body, return_inverse=True)
-    heads = [b"\x0a" + _vlen(int(b)) for b in ub.tolist()]
-    lists.insert(0, np.array(heads, dtype=object)[binv.reshape(-1)].tolist())
-    return [b"".join(parts) for parts in zip(*lists)]

@@ -31,9 +31,11 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .._files import PathOrFile, TFRecordOptions, TFRecordReader, TFRecordWriter
-from ._build import _encode_columns_framed, bytes_rows
+from ._assemble import ParsedValue, padding_value
+from ._build import bytes_rows
+from ._encode_columns import _encode_columns_framed
 from ._infer import DEFAULT_SAMPLE, infer_schema
-from ._parse import ParsedValue, compile_features, padding_value, parse_example
+from ._parse import compile_features, parse_example
 from ._schema import FeatureSpec, FixedLenSequenceFeature
 from ._values import RaggedValue, SparseValue
 

@@ -1,0 +1,154 @@
+"""What the vectorized extractors produce and share.
+
+:class:`FastColumn` (one feature key's values over a batch of records), putting
+columns of record subsets back in record order (:func:`merge_columns`), the
+records joined into one buffer and cut into windows, the switch
+(``TFRECORD_LITE_FASTPATH``), and the wire kind codes and limits the extractors
+(:mod:`._layout`, :mod:`._walk`, :mod:`._walk_sequences`, :mod:`._extract`) use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from .._record import Buffer, RecordSpans
+from ._schema import DType, float32, int64, string
+
+__all__ = ["FastColumn", "enabled", "merge_columns"]
+
+
+#: Below this many records the generic path is as fast.
+MIN_BATCH = 8
+
+
+#: Bytes of records joined into one buffer at most (a batch of bigger records is
+#: extracted a window of records at a time; a single bigger record on its own).
+WINDOW_BYTES = 16 << 20
+
+
+#: Record lengths whose layouts the equal-layout path tries, most common first.
+_LAYOUTS = 4
+
+
+#: Joined buffers under this size are walked with int32 positions (else int64).
+_INT32_BYTES = 1 << 31
+
+
+#: Zero bytes after the records: lets varint reads run past a record's end safely.
+_PAD = 16
+
+
+_KIND_TAG = {"bytes_list": 0x0A, "float_list": 0x12, "int64_list": 0x1A}
+
+
+_TAG_KIND = {v: k for k, v in _KIND_TAG.items()}
+
+
+_KIND_DTYPE = {"bytes_list": string, "float_list": float32, "int64_list": int64}
+
+
+# Kind codes of the entry walk: 0 an empty Feature(), 1 bytes, 2 float, 3 int64.
+_BYTES, _FLOAT, _INT64 = 1, 2, 3
+
+
+_CODE_OF_DTYPE = {"string": _BYTES, "float32": _FLOAT, "int64": _INT64}
+
+
+_FEATURE_TAG_CODE = np.full(256, -1, dtype=np.int8)
+_FEATURE_TAG_CODE[[0x0A, 0x12, 0x1A]] = [_BYTES, _FLOAT, _INT64]
+
+
+def enabled() -> bool:
+    """Whether the vectorized path is on (``TFRECORD_LITE_FASTPATH``, default on)."""
+    return os.environ.get("TFRECORD_LITE_FASTPATH", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
+
+
+class FastColumn(NamedTuple):
+    """Everything parsing needs of one feature key over a batch of records.
+
+    ``present[i]``: record ``i`` has the key with a kind set (a key mapped to an
+    empty ``Feature()`` counts as absent, as in TensorFlow); ``counts[i]``: its
+    number of values (0 when absent); ``values``: all records' values, concatenated.
+    Both extractors produce it: this module's, and the generic one in ``_parse``
+    (which calls it ``Column``).
+    """
+
+    present: np.ndarray
+    counts: np.ndarray
+    values: np.ndarray
+
+
+class _GiveUp(Exception):
+    """The template record has a layout this module does not handle."""
+
+
+def _joined(
+    found: Sequence[Mapping[str, FastColumn]], names: Iterable[str]
+) -> dict[str, FastColumn]:
+    """The columns of consecutive runs of records, as one."""
+    return {
+        name: FastColumn(
+            np.concatenate([cols[name].present for cols in found]),
+            np.concatenate([cols[name].counts for cols in found]),
+            np.concatenate([cols[name].values for cols in found]),
+        )
+        for name in names
+    }
+
+
+def merge_columns(n: int, parts: list[tuple[np.ndarray, FastColumn]], dtype: DType) -> FastColumn:
+    """Interleave columns covering disjoint record subsets back into record order.
+
+    ``parts`` pairs each column with the positions (among ``n``) of its records.
+    """
+    present = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=np.int64)
+    for idx, col in parts:
+        present[idx] = col.present
+        counts[idx] = col.counts
+    np_dtype = object if dtype is string else dtype.np_dtype
+    spans = {(int(c.counts.min()), int(c.counts.max())) for _, c in parts if len(c.counts)}
+    if len(spans) == 1 and sum(len(idx) for idx, _ in parts) == n:
+        low, high = spans.pop()
+        if low == high:
+            # The same number of values in every record: place whole rows.
+            rows = np.empty((n, low), dtype=np_dtype)
+            for idx, col in parts:
+                rows[idx] = col.values.reshape(len(idx), low)
+            return FastColumn(present, counts, rows.reshape(-1))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    values = np.empty(int(offsets[-1]), dtype=np_dtype)
+    for idx, col in parts:
+        local = np.zeros(len(col.counts) + 1, dtype=np.int64)
+        np.cumsum(col.counts, out=local[1:])
+        dest = np.arange(len(col.values), dtype=np.int64) + np.repeat(
+            offsets[idx] - local[:-1], col.counts
+        )
+        values[dest] = col.values
+    return FastColumn(present, counts, values)
+
+
+def _contiguous(records: Sequence[bytes], lengths: np.ndarray) -> tuple[Buffer, np.ndarray, int]:
+    """One buffer holding every record and :data:`_PAD` bytes after the last one:
+    (buffer, starts, index of a zero byte in it).
+
+    Spans of several blocks are copied into a reused work array: the walk copies
+    out everything it returns, and a window of big records then costs no fresh
+    pages.
+    """
+    if isinstance(records, RecordSpans):
+        return records.contiguous(_PAD)
+    starts = np.zeros(len(records), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    buf = b"".join([*records, bytes(_PAD)])
+    return buf, starts, len(buf) - 1
