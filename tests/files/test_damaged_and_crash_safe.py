@@ -35,18 +35,16 @@ from _helpers import run_in_fork
 from conftest import COMPRESSIONS, make_records, read_all, write_tfrecord
 
 import tfrecord_lite as tfr
-from tfrecord_lite._files import _io
-from tfrecord_lite._files._io import salvage_file
-from tfrecord_lite._record._crc import mask
-from tfrecord_lite._record._framing import HEADER_SIZE, RECORD_OVERHEAD, record_header
-from tfrecord_lite._record._recover import (
+from tfrecord_lite._files import _inflate, _stream
+from tfrecord_lite._files._salvage import (
     Damage,
     Record,
-    crc32c_combine,
-    crc32c_of_zeros,
     find_next_record_in_file,
     salvage,
+    salvage_file,
 )
+from tfrecord_lite._record._crc import crc32c_combine, crc32c_of_zeros, mask
+from tfrecord_lite._record._format import HEADER_SIZE, RECORD_OVERHEAD, record_header
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPO = Path(__file__).resolve().parents[2]
@@ -437,9 +435,9 @@ def test_max_record_size(tmp_path: Path) -> None:
 
 
 def test_default_cap_for_compressed_records(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_io, "DEFAULT_MAX_COMPRESSED_RECORD", 64 * 1024)
+    monkeypatch.setattr(_stream, "DEFAULT_MAX_COMPRESSED_RECORD", 64 * 1024)
     # Over one inflate chunk (1 MiB), so that it arrives in pieces.
-    y = b"y" * (3 * _io.INFLATE_CHUNK)
+    y = b"y" * (3 * _inflate.INFLATE_CHUNK)
     big = tfr.encode_records([b"x", y, b"z"])
     for compression in ("GZIP", "ZLIB"):
         blob = _compress(big, compression)

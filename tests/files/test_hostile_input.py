@@ -26,8 +26,8 @@ from _helpers import varint as _varint
 from conftest import COMPRESSIONS
 
 import tfrecord_lite as tfr
-from tfrecord_lite._files import _io
-from tfrecord_lite._record._framing import record_header
+from tfrecord_lite._files import _inflate, _stream
+from tfrecord_lite._record._format import record_header
 
 # Errors a caller may see for bad data or bad arguments; anything else is a bug.
 
@@ -38,7 +38,7 @@ MEASURE = textwrap.dedent(
     """
     import gzip, json, resource, sys, tracemalloc
     import tfrecord_lite as tfr
-    from tfrecord_lite._record._framing import record_header
+    from tfrecord_lite._record._format import record_header
 
     path = sys.argv[1]
     hostile = record_header(2**62) + bytes(4)
@@ -134,7 +134,7 @@ def _bomb(claim: int, zeros_mib: int) -> bytes:
 
 def test_deflate_bomb_is_refused_in_bounded_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     limit = 16 * 2**20
-    monkeypatch.setattr(_io, "DEFAULT_MAX_COMPRESSED_RECORD", limit)
+    monkeypatch.setattr(_stream, "DEFAULT_MAX_COMPRESSED_RECORD", limit)
     blob = _bomb(2**62, 256)  # ~250 KB that inflates to 256 MiB
     assert len(blob) < 300_000
     for mode in ("raise", "skip", "stop"):
@@ -156,7 +156,7 @@ def test_deflate_bomb_is_refused_in_bounded_memory(monkeypatch: pytest.MonkeyPat
         finally:
             tracemalloc.stop()
         # The record's buffered bytes (up to the cap) plus one inflate chunk.
-        assert peak < limit + 4 * _io.INFLATE_CHUNK, mode
+        assert peak < limit + 4 * _inflate.INFLATE_CHUNK, mode
     # An explicit max_record_size refuses it from its header alone.
     tracemalloc.start()
     try:
@@ -165,7 +165,7 @@ def test_deflate_bomb_is_refused_in_bounded_memory(monkeypatch: pytest.MonkeyPat
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 4 * _io.INFLATE_CHUNK
+    assert peak < 4 * _inflate.INFLATE_CHUNK
 
 
 def test_a_bomb_of_valid_records_streams() -> None:

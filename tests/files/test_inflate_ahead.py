@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._files import _compress
+from tfrecord_lite._files import _compress, _inflate
 
 ENV = _compress.ENV_VAR
 BACKENDS = _compress.available_deflate_backends()
-THREAD = _compress.AHEAD_THREAD
+THREAD = _inflate.AHEAD_THREAD
 
 
 def inflating_threads() -> list[threading.Thread]:
@@ -42,13 +42,13 @@ def no_thread_left() -> bool:
 def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every compressed stream is inflated ahead, local files included, whatever its
     size and the core count."""
-    monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
-    monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)
+    monkeypatch.setattr(_inflate, "AHEAD_MIN_BYTES", 0)
+    monkeypatch.setattr(_inflate, "AHEAD_LOCAL", True)
     monkeypatch.setattr(_compress, "_cores", lambda: 2)
 
 
 def inline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_compress, "AHEAD_DEPTH", 0)
+    monkeypatch.setattr(_inflate, "AHEAD_DEPTH", 0)
 
 
 def records_for(n: int, seed: int = 3) -> list[bytes]:
@@ -118,8 +118,8 @@ def test_threaded_damage_and_truncation_are_reported_as_inline(
             assert expected[1] is not None
             reports: list[Any] = []
             expected_skip = outcome(path, on_error="skip", on_skip=reports.append)
-            monkeypatch.setattr(_compress, "AHEAD_DEPTH", 3)
-            monkeypatch.setattr(_compress, "AHEAD_MIN_BYTES", 0)
+            monkeypatch.setattr(_inflate, "AHEAD_DEPTH", 3)
+            monkeypatch.setattr(_inflate, "AHEAD_MIN_BYTES", 0)
             monkeypatch.setattr(_compress, "_cores", lambda: 2)
             assert outcome(path) == expected, (name, path.name)
             again: list[Any] = []
@@ -181,27 +181,27 @@ def test_threaded_reader_leaves_the_callers_file_at_rest(
 def test_small_files_and_single_cores_stay_inline(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1) or _compress._cores() < 2
+    assert not _inflate.ahead_pays(_inflate.AHEAD_MIN_BYTES - 1) or _compress._cores() < 2
     monkeypatch.setattr(_compress, "_cores", lambda: 2)
-    assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1)
-    assert _compress.ahead_pays(_compress.AHEAD_MIN_BYTES)
-    assert _compress.ahead_pays(None)  # unknown size (a stream): ahead
-    assert not _compress.ahead_pays(10**9, local=True)  # a local file: inline
-    assert not _compress.ahead_pays(None, local=True)
+    assert not _inflate.ahead_pays(_inflate.AHEAD_MIN_BYTES - 1)
+    assert _inflate.ahead_pays(_inflate.AHEAD_MIN_BYTES)
+    assert _inflate.ahead_pays(None)  # unknown size (a stream): ahead
+    assert not _inflate.ahead_pays(10**9, local=True)  # a local file: inline
+    assert not _inflate.ahead_pays(None, local=True)
     # ...unless a parser reads its records (and the file is big enough).
-    assert _compress.ahead_pays(10**9, local=True, parsed=True)
-    assert not _compress.ahead_pays(_compress.AHEAD_MIN_BYTES - 1, local=True, parsed=True)
-    monkeypatch.setattr(_compress, "AHEAD_PARSED", False)
-    assert not _compress.ahead_pays(10**9, local=True, parsed=True)
-    monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)
-    assert _compress.ahead_pays(10**9, local=True)
+    assert _inflate.ahead_pays(10**9, local=True, parsed=True)
+    assert not _inflate.ahead_pays(_inflate.AHEAD_MIN_BYTES - 1, local=True, parsed=True)
+    monkeypatch.setattr(_inflate, "AHEAD_PARSED", False)
+    assert not _inflate.ahead_pays(10**9, local=True, parsed=True)
+    monkeypatch.setattr(_inflate, "AHEAD_LOCAL", True)
+    assert _inflate.ahead_pays(10**9, local=True)
     monkeypatch.setattr(_compress, "_cores", lambda: 1)
-    assert not _compress.ahead_pays(None)
-    assert not _compress.ahead_pays(10**9)
-    assert not _compress.ahead_pays(10**9, local=True, parsed=True)
+    assert not _inflate.ahead_pays(None)
+    assert not _inflate.ahead_pays(10**9)
+    assert not _inflate.ahead_pays(10**9, local=True, parsed=True)
     # The inline path is a plain generator, no thread behind it.
-    chunks = _compress.inflate_ahead(iter([zlib.compress(b"abc")]), "ZLIB", None, None, 10**9)
-    assert not isinstance(chunks, _compress.ReadAhead)
+    chunks = _inflate.inflate_ahead(iter([zlib.compress(b"abc")]), "ZLIB", None, None, 10**9)
+    assert not isinstance(chunks, _inflate.ReadAhead)
     assert list(chunks) == [b"abc"]
 
 
@@ -211,14 +211,14 @@ def test_inflating_ahead_is_bounded(monkeypatch: pytest.MonkeyPatch, threaded: N
     blob = b"".join(z.compress(bytes(2**20)) for _ in range(64)) + z.flush()
     for name in BACKENDS:
         monkeypatch.setenv(ENV, name)
-        chunks = _compress.inflate_ahead(iter([blob]), "GZIP", None, lambda o: iter([blob[o:]]))
-        assert isinstance(chunks, _compress.ReadAhead)
+        chunks = _inflate.inflate_ahead(iter([blob]), "GZIP", None, lambda o: iter([blob[o:]]))
+        assert isinstance(chunks, _inflate.ReadAhead)
         total = biggest = 0
         for out in chunks:
             biggest = max(biggest, len(out))
             total += len(out)
         assert total == 64 * 2**20, name
-        assert biggest <= _compress.AHEAD_CHUNK < _compress.INFLATE_CHUNK
+        assert biggest <= _inflate.AHEAD_CHUNK < _inflate.INFLATE_CHUNK
     assert no_thread_left()
 
 
@@ -227,13 +227,13 @@ def test_threads_env_caps_the_compression_threads(
 ) -> None:
     # TFRECORD_LITE_THREADS=1: no inflate-ahead thread, deflate in the writer's thread.
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(_compress, "AHEAD_LOCAL", True)  # local files as streams
+    monkeypatch.setattr(_inflate, "AHEAD_LOCAL", True)  # local files as streams
     assert _compress._cores() == 4
     monkeypatch.setenv(_compress.THREADS_ENV, "2")
     assert _compress._cores() == 2 and _compress.deflate_threads() == 2
     monkeypatch.setenv(_compress.THREADS_ENV, "1")
     assert _compress._cores() == 1 and _compress.deflate_threads() == 1
-    assert not _compress.ahead_pays(None)
+    assert not _inflate.ahead_pays(None)
     records = [os.urandom(1500) + bytes(1500) for _ in range(2000)]  # ~3 MB compressed
     path = tmp_path / "one.gz"
     before = threading.active_count()
@@ -263,7 +263,7 @@ def test_a_local_file_is_inflated_inline_and_a_file_object_ahead(
     path = tmp_path / "local.gz"
     write(path, records, "GZIP")
     # (A file object's size is what is left after the first block read.)
-    assert path.stat().st_size >= _compress.AHEAD_MIN_BYTES + (1 << 20)
+    assert path.stat().st_size >= _inflate.AHEAD_MIN_BYTES + (1 << 20)
     it = tfr.tf_record_iterator(path)
     assert next(it) == records[0]
     assert not inflating_threads()  # a local file: inflated in this thread
@@ -292,7 +292,7 @@ def test_a_parsed_local_file_is_inflated_ahead(
     with tfr.TFRecordWriter(path, "GZIP") as w:
         for i in range(3000):
             w.write(tfr.encode_example({"x": [i], "noise": rng.bytes(1500) + bytes(500)}))
-    assert os.path.getsize(path) >= _compress.AHEAD_MIN_BYTES
+    assert os.path.getsize(path) >= _inflate.AHEAD_MIN_BYTES
     spec = {"x": tfr.FixedLenFeature([], tfr.int64), "noise": tfr.FixedLenFeature([], tfr.string)}
 
     def first_batch_and_threads(ds: Any) -> tuple[Any, int]:
@@ -312,7 +312,7 @@ def test_a_parsed_local_file_is_inflated_ahead(
     ]
     for batch, records in zip(parsed, raw):
         assert batch["noise"].tolist() == tfr.parse_example(records, spec)["noise"].tolist()
-    monkeypatch.setattr(_compress, "AHEAD_PARSED", False)
+    monkeypatch.setattr(_inflate, "AHEAD_PARSED", False)
     again, seen = first_batch_and_threads(tfr.TFRecordDataset(path).parse(spec).batch(64))
     assert seen == 0
     assert [b["x"].tolist() for b in again] == [b["x"].tolist() for b in parsed]

@@ -1,4 +1,4 @@
-"""How GZIP/ZLIB streams are fed to the inflater (``tfrecord_lite._files._compress.inflate``).
+"""How GZIP/ZLIB streams are fed to the inflater (``tfrecord_lite._files._inflate.inflate``).
 
 Each inflate call gets about the compressed input that fills its output bound,
 not a whole block read from the file: what the bound leaves unread comes back
@@ -20,7 +20,7 @@ from typing import Any, Optional
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._files import _compress
+from tfrecord_lite._files import _compress, _inflate
 
 ENV = _compress.ENV_VAR
 BACKENDS = _compress.available_deflate_backends()
@@ -52,11 +52,11 @@ def inflate_all(
     restart = lambda offset: blocks(blob[offset:], block)  # noqa: E731
     out: list[bytes] = []
     try:
-        for piece in _compress.inflate(blocks(blob, block), compression, None, restart, chunk):
+        for piece in _inflate.inflate(blocks(blob, block), compression, None, restart, chunk):
             out.append(piece)
     except tfr.CompressionError as err:
         return out, str(err)
-    except _compress.StreamEnd:
+    except _inflate.StreamEnd:
         return out, "StreamEnd"
     return out, None
 
@@ -92,9 +92,9 @@ def test_each_call_gets_about_the_input_that_fills_its_bound(
     blob = deflate(data, compression)
     assert len(blob) * 3 < len(data)  # compressible: a whole block inflates past the bound
     calls: list[tuple[int, int, int]] = []
-    real = _compress._decompressobj
+    real = _inflate._decompressobj
     monkeypatch.setattr(
-        _compress, "_decompressobj", lambda name, wbits: _Spy(real(name, wbits), calls)
+        _inflate, "_decompressobj", lambda name, wbits: _Spy(real(name, wbits), calls)
     )
     chunk = 256 * 1024
     out, error = inflate_all(blob, compression, 2**20, chunk)
@@ -103,7 +103,7 @@ def test_each_call_gets_about_the_input_that_fills_its_bound(
     assert max(map(len, out)) <= chunk
     assert calls
     # No call gets more input than its output bound (the first a quarter of it) ...
-    assert max(given for given, _, _ in calls) <= max(chunk, _compress.INFLATE_FEED_MIN)
+    assert max(given for given, _, _ in calls) <= max(chunk, _inflate.INFLATE_FEED_MIN)
     # ... so the input left unread (copied by the inflater) stays a small part of the stream;
     # fed whole 1 MiB blocks, the calls leave several times the stream's size unread.
     assert sum(left for _, _, left in calls) < len(blob) // 2
@@ -116,7 +116,7 @@ def test_output_does_not_depend_on_blocks_or_bound(backend: str, compression: st
     data = text(2, 300_000) + os.urandom(200_000) + text(3, 300_000)  # ratio changes midway
     blob = deflate(data, compression)
     for block in (777, 64 * 1024, len(blob)):
-        for chunk in (1000, 64 * 1024, _compress.INFLATE_CHUNK):
+        for chunk in (1000, 64 * 1024, _inflate.INFLATE_CHUNK):
             out, error = inflate_all(blob, compression, block, chunk)
             assert error is None, (block, chunk)
             assert b"".join(out) == data, (block, chunk)
@@ -143,7 +143,7 @@ def test_damage_is_reported_at_the_same_byte_whatever_the_cut(backend: str) -> N
     reports = set()
     outputs = set()
     for block in (4096, 300_000, 2**20, len(damaged)):
-        for chunk in (10_000, 256 * 1024, _compress.INFLATE_CHUNK):
+        for chunk in (10_000, 256 * 1024, _inflate.INFLATE_CHUNK):
             out, error = inflate_all(damaged, "GZIP", block, chunk)
             assert error is not None and "noticed at compressed byte" in error, error
             reports.add(re.sub(r"\s+", " ", error))
@@ -163,7 +163,7 @@ def test_truncated_stream_ends_after_all_its_output(backend: str) -> None:
     cut = blob[: len(blob) * 2 // 3]
     results = set()
     for block in (1000, 2**20):
-        for chunk in (20_000, _compress.INFLATE_CHUNK):
+        for chunk in (20_000, _inflate.INFLATE_CHUNK):
             out, error = inflate_all(cut, "GZIP", block, chunk)
             assert error == "StreamEnd"
             got = b"".join(out)
@@ -178,7 +178,7 @@ def test_deflate_bomb_stays_bounded_with_a_small_feed(backend: str) -> None:
     blob = b"".join(z.compress(bytes(2**20)) for _ in range(64)) + z.flush()
     biggest = total = 0
     chunk = 128 * 1024
-    for piece in _compress.inflate(
+    for piece in _inflate.inflate(
         iter([blob]), "GZIP", None, lambda offset: iter([blob[offset:]]), chunk
     ):
         biggest = max(biggest, len(piece))
@@ -207,10 +207,10 @@ def test_inline_reads_hand_out_read_chunks(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(_compress.THREADS_ENV, "1")
     data = text(9, 3 * 2**20)
     blob = deflate(data, "GZIP")
-    chunks = _compress.inflate_ahead(
+    chunks = _inflate.inflate_ahead(
         blocks(blob, 2**20), "GZIP", None, lambda offset: blocks(blob[offset:], 2**20), len(blob)
     )
-    assert not isinstance(chunks, _compress.ReadAhead)
+    assert not isinstance(chunks, _inflate.ReadAhead)
     sizes = [len(c) for c in chunks]
     assert sum(sizes) == len(data)
-    assert max(sizes) == _compress.READ_CHUNK < _compress.INFLATE_CHUNK
+    assert max(sizes) == _inflate.READ_CHUNK < _inflate.INFLATE_CHUNK

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
-from tfrecord_lite._record._framing import record_header
+from tfrecord_lite._record._format import record_header
 
 GZIP_HEADER = bytes.fromhex("1f8b0800000000000003")
 
@@ -875,20 +875,20 @@ def test_reading_stops_at_the_first_damaged_record(tmp_path: pathlib.Path) -> No
 
 def test_one_file_open_at_a_time(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # peers.md #12: memory and handles do not grow with the number of files.
-    from tfrecord_lite._files import _io
+    from tfrecord_lite._files import _handles
 
     paths = [
         write_tfrecord(tmp_path / f"f{i}", [b"r%d" % i] * 3, COMPRESSIONS[i % 3]) for i in range(12)
     ]
     opened: list[Any] = []
-    real_open = _io._builtin_open
+    real_open = _handles._builtin_open
 
     def tracking_open(*args: Any, **kwargs: Any) -> Any:
         f = real_open(*args, **kwargs)
         opened.append(f)
         return f
 
-    monkeypatch.setattr(_io, "_builtin_open", tracking_open)
+    monkeypatch.setattr(_handles, "_builtin_open", tracking_open)
     count = 0
     for _record in tfr.tf_record_iterator(paths):
         assert sum(not f.closed for f in opened) == 1
@@ -950,7 +950,7 @@ def test_urls_without_fsspec_explain_what_to_install(monkeypatch: pytest.MonkeyP
     import sys
 
     monkeypatch.setitem(sys.modules, "fsspec", None)
-    with pytest.raises(ImportError, match=r'needs fsspec.*pip install "tfrecord-lite\[gcs\]"'):
+    with pytest.raises(ImportError, match=r'needs fsspec.*pip install "tfrecord-lite-np\[gcs\]"'):
         read_all("gs://bucket/train.tfrecord")
-    with pytest.raises(ImportError, match=r'needs fsspec.*pip install "tfrecord-lite\[s3\]"'):
+    with pytest.raises(ImportError, match=r'needs fsspec.*pip install "tfrecord-lite-np\[s3\]"'):
         tfr.TFRecordWriter("s3://bucket/train.tfrecord")

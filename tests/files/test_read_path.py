@@ -10,7 +10,7 @@ import random
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._record import _framing
+from tfrecord_lite._record import _decoder
 
 
 def records_for(seed: int, n: int) -> list[bytes]:
@@ -70,7 +70,7 @@ def test_blocks_give_the_whole_streams_records(
 
 def test_release_only_when_waiting_for_a_record_that_fits() -> None:
     rec = tfr.encode_record(b"x" * 100)  # 116 bytes
-    d = _framing.RecordDecoder()
+    d = _decoder.RecordDecoder()
     d.feed(rec + rec[:50])
     assert d.records() == [b"x" * 100]
     assert d._release_tail(4096) == 50  # the head of the second record: read it again
@@ -82,7 +82,7 @@ def test_release_only_when_waiting_for_a_record_that_fits() -> None:
     assert d._release_tail(100) == 0  # the record does not fit in a block of 100
     d.feed(rec[50:])
     assert d.records() == [b"x" * 100]
-    skip = _framing.RecordDecoder(on_error="skip")
+    skip = _decoder.RecordDecoder(on_error="skip")
     skip.feed(rec + rec[:50])
     assert skip.records() == [b"x" * 100]
     assert skip._release_tail(4096) == 0  # only in on_error="raise"

@@ -227,7 +227,7 @@ sys.modules["google_crc32c"] = None
     category, message = lines[4].split(" | ", 1)
     assert category == "RuntimeWarning"
     assert "300x" in message
-    assert "pip install tfrecord-lite[fast]" in message
+    assert "pip install tfrecord-lite-np[fast]" in message
     assert "--no-binary crcmod" in message
 
 

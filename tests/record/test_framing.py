@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite._record._crc import mask
-from tfrecord_lite._record._framing import HEADER_SIZE, RECORD_OVERHEAD, record_header
+from tfrecord_lite._record._format import HEADER_SIZE, RECORD_OVERHEAD, record_header
 
 GOLDENS = {
     b"": "000000000000000029039807d8ea82a2",

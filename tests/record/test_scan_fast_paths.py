@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tfrecord_lite._record import _crc, _scan
+from tfrecord_lite._record import _crc, _format, _scan
 from tfrecord_lite._record._framing import encode_records
 
 
@@ -32,7 +32,8 @@ def _outcome(buf: bytes, per_record: bool, monkeypatch: Any, **kw: Any) -> tuple
 
 @pytest.fixture
 def crc_calls(monkeypatch: Any) -> list[int]:
-    """The length of every buffer the scan hands the CRC backend."""
+    """The length of every buffer the scan (and the header CRCs it asks for) hands the
+    CRC backend."""
     calls: list[int] = []
 
     def counting(data: Any) -> int:
@@ -40,6 +41,7 @@ def crc_calls(monkeypatch: Any) -> list[int]:
         return _crc.crc32c(data)
 
     monkeypatch.setattr(_scan, "crc32c", counting)
+    monkeypatch.setattr(_format, "crc32c", counting)  # header CRCs (length_crc)
     return calls
 
 
@@ -87,7 +89,7 @@ def test_a_run_takes_one_crc_call_not_one_per_record(
     records = [bytes([i]) * 300 for i in range(200)]
     buf = encode_records(records)
     _scan._valid_run_crc.cache_clear()
-    _scan._length_crc.cache_clear()
+    _format.length_crc.cache_clear()
     crc_calls.clear()
     # The first run of this length also computes its length's header CRC (8 bytes)
     # and its reference CRC; both are kept.
@@ -105,7 +107,7 @@ def test_a_run_takes_one_crc_call_not_one_per_record(
 def test_a_run_of_mixed_lengths_takes_two_crc_calls(crc_calls: list[int]) -> None:
     records = [bytes([i]) * (100 + i % 7) for i in range(200)]
     buf = encode_records(records)
-    _scan._length_crc.cache_clear()
+    _format.length_crc.cache_clear()
     crc_calls.clear()
     assert list(_scan.scan(buf).records) == records
     # Seven header CRCs (8 bytes each; kept), the zero-filled CRC of each length
@@ -122,8 +124,9 @@ def test_long_records_and_short_runs_are_checked_one_by_one(crc_calls: list[int]
         [b"x" * _scan.RUN_CRC_BELOW] * 5,  # long records: the CRC itself costs more than a call
         [b"y" * 20] * (_scan._RUN_MIN - 1),  # too few records for a run
     ):
+        buf = encode_records(records)
         crc_calls.clear()
-        assert list(_scan.scan(encode_records(records)).records) == records
+        assert list(_scan.scan(buf).records) == records
         lengths = (len(records[0]), len(records[-1]))
         assert sum(n in lengths for n in crc_calls) == len(records)
 

@@ -1,5 +1,7 @@
 """Files: paths, URLs and globs (``fs`` is the one file-system interface, local or fsspec),
-GZIP/ZLIB compression, the writer and the readers, salvage, index files and sharded writing.
+GZIP/ZLIB compression, the writer and the readers, salvage, index files and random access
+(``TFRecordFile``: ``f[i]`` is the one random-access read, one ``pread`` and both CRC
+checks), and sharded writing.
 
 Other units import from this package only, and only these names.
 """
@@ -15,29 +17,23 @@ from ._index import (
     read_index,
     write_index,
 )
-from ._io import (
-    READ_BLOCK_SIZE,
-    SalvageInfo,
-    TFRecordCompressionType,
-    TFRecordOptions,
-    TFRecordReader,
-    TFRecordWriter,
-    detect_compression,
-    open,
-    read_batches,
-    read_records,
-    reader_compression,
-    salvage_file,
-    tf_record_iterator,
-)
+from ._iterator import tf_record_iterator
+from ._options import TFRecordCompressionType, TFRecordOptions, reader_compression
 from ._paths import PathOrFile, expand_paths, is_file_object, shard_name
+from ._reader import TFRecordReader, open
+from ._salvage import Damage, Record, SalvageInfo, salvage, salvage_file
 from ._sharded import ShardedWriter
+from ._sniff import detect_compression
+from ._stream import READ_BLOCK_SIZE, read_batches, read_records
+from ._writer import TFRecordWriter
 
 __all__ = [
     "READ_BLOCK_SIZE",
+    "Damage",
     "PathOrFile",
     "RandomAccessError",
     "ReadAhead",
+    "Record",
     "SalvageInfo",
     "ShardedWriter",
     "StaleIndexError",
@@ -57,6 +53,7 @@ __all__ = [
     "read_index",
     "read_records",
     "reader_compression",
+    "salvage",
     "salvage_file",
     "shard_name",
     "tf_record_iterator",

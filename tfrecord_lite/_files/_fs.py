@@ -3,8 +3,8 @@
 Local paths (``str``, ``os.PathLike``, ``file://...``) go to the operating system.
 Anything else with ``://`` (``s3://``, ``gs://``, ``memory://``, ``az://`` ...) goes
 through `fsspec <https://filesystem-spec.readthedocs.io>`_, imported only when a URL
-is used; ``s3://`` needs ``pip install "tfrecord-lite[s3]"``, ``gs://``
-``pip install "tfrecord-lite[gcs]"``.
+is used; ``s3://`` needs ``pip install "tfrecord-lite-np[s3]"``, ``gs://``
+``pip install "tfrecord-lite-np[gcs]"``.
 
 ``storage_options`` (the keyword pandas and fsspec use) are the keyword arguments
 of the fsspec filesystem, e.g. ``{"key": ..., "secret": ..., "client_kwargs":
@@ -179,7 +179,7 @@ def split(path: str) -> tuple[str, str]:
 def _install_hint(proto: str) -> str:
     extra = _EXTRAS.get(proto)
     if extra is not None:
-        return f'pip install "tfrecord-lite[{extra}]"'
+        return f'pip install "tfrecord-lite-np[{extra}]"'
     return f"pip install fsspec (and the fsspec filesystem package for {proto}://)"
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import tempfile
 import threading
 from array import array
@@ -40,9 +39,21 @@ from typing import IO, Any, Optional, Union, overload
 import numpy as np
 
 from .._errors import CorruptRecordError, TFRecordError, TruncatedRecordError
-from .._record import HEADER_SIZE, RECORD_OVERHEAD, crc32c, iter_records, mask
+from .._record import (
+    HEADER_SIZE,
+    LENGTH,
+    RECORD_OVERHEAD,
+    encode_record,
+    header_ok,
+    iter_records,
+    unframe,
+)
 from . import _fs
-from ._io import _compression_name, _open_binary, detect_compression, read_records
+from ._handles import Closing, open_binary
+from ._options import compression_name
+from ._sniff import detect_compression
+from ._stream import read_records
+from ._walk import walk_headers
 
 __all__ = [
     "RandomAccessError",
@@ -60,8 +71,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: Suffixes tried, in order, next to a data file when no index path is given.
 INDEX_SUFFIXES = (".index", ".idx")
 
-_HEADER = struct.Struct("<QI")
-#: Block size of the header scan that builds an index.
+#: Bytes of decompressed records written at a time by ``decompress=True``.
 _SCAN_BLOCK = 1024 * 1024
 #: At most this many bytes are read at once for a run of consecutive records.
 _MAX_SPAN = 16 * 1024 * 1024
@@ -113,7 +123,7 @@ def read_index(
     last one needs ``data_size``, the data file's size in bytes).
     """
     name = _fs.bind(index_path, storage_options)
-    with _open_binary(name, "rb") as f:
+    with open_binary(name, "rb") as f:
         text = f.read()
     lines = [line.split() for line in text.splitlines()]
     rows = [parts for parts in lines if parts]
@@ -194,60 +204,12 @@ def _head(path: str, n: int = 16) -> bytes:
 
 
 def _scan_plain(path: str) -> Iterator[tuple[int, int]]:
-    """Yield ``(offset, length)`` of each record of a plain file by reading headers only.
-
-    Reads 1 MiB blocks and jumps over record data, so memory stays bounded and large
-    records are skipped without being read. Header CRCs are verified; data CRCs are
-    checked when a record is read.
-    """
+    """Yield ``(offset, framed length)`` of each record of a plain file, from its headers
+    (:func:`~tfrecord_lite._files._walk.walk_headers`: record data is skipped, not read)."""
     size = _file_size(path)
-    with _open_binary(path, "rb") as f:
-        buf = b""
-        buf_start = 0
-        offset = 0
-        index = 0
-        unpack = _HEADER.unpack_from
-        while offset < size:
-            pos = offset - buf_start
-            if pos < 0 or pos + HEADER_SIZE > len(buf):
-                f.seek(offset)
-                buf = f.read(_SCAN_BLOCK)
-                buf_start = offset
-                pos = 0
-                if len(buf) < HEADER_SIZE:
-                    raise TruncatedRecordError(
-                        "truncated record: the file ends inside a record's header "
-                        f"({len(buf)} of {HEADER_SIZE} bytes present)",
-                        expected=HEADER_SIZE,
-                        available=len(buf),
-                        path=path,
-                        offset=offset,
-                        index=index,
-                    )
-            length, length_crc = unpack(buf, pos)
-            if mask(crc32c(buf[pos : pos + 8])) != length_crc:
-                raise CorruptRecordError(
-                    "corrupted record: the CRC32C of its length field does not match; "
-                    "this is not a plain TFRecord file, or it is damaged",
-                    part="header",
-                    path=path,
-                    offset=offset,
-                    index=index,
-                )
-            total = length + RECORD_OVERHEAD
-            if offset + total > size:
-                raise TruncatedRecordError(
-                    "truncated record: the file ends inside the record "
-                    f"({size - offset} of {total} bytes present); the file was cut short",
-                    expected=total,
-                    available=size - offset,
-                    path=path,
-                    offset=offset,
-                    index=index,
-                )
-            yield offset, total
-            offset += total
-            index += 1
+    with open_binary(path, "rb") as f:
+        for offset, length in walk_headers(f, size, path=path):
+            yield offset, length + RECORD_OVERHEAD
 
 
 def _scan_stream(path: str, compression: str) -> Iterator[tuple[int, int]]:
@@ -259,7 +221,7 @@ def _scan_stream(path: str, compression: str) -> Iterator[tuple[int, int]]:
         offset += total
 
 
-def _scan(path: str, compression: str) -> Iterator[tuple[int, int]]:
+def _index_rows(path: str, compression: str) -> Iterator[tuple[int, int]]:
     if compression == "auto":
         compression = detect_compression(_head(path))
     if compression:
@@ -287,8 +249,8 @@ def create_index(
         dest = default_index_path(src)
     else:
         dest = _fs.bind(index_path, storage_options if _fs.is_url(os.fspath(index_path)) else None)
-    comp = _compression_name(compression, allow_auto=True)
-    _write_lines(dest, _scan(src, comp))
+    comp = compression_name(compression, allow_auto=True)
+    _write_lines(dest, _index_rows(src, comp))
     return dest
 
 
@@ -333,7 +295,7 @@ def _check_index(table: np.ndarray, size: int, data: str, index_name: Optional[s
 # --------------------------------------------------------------------------- random access
 
 
-class TFRecordFile(Sequence[bytes]):
+class TFRecordFile(Sequence[bytes], Closing):
     """Random access to the records of one TFRecord file: ``len(f)``, ``f[i]``, ``f[2:10]``, ``f[[3, 1]]``.
 
     >>> f = TFRecordFile("train.tfrecord")          # doctest: +SKIP
@@ -368,7 +330,7 @@ class TFRecordFile(Sequence[bytes]):
         self.path = _fs.bind(path, storage_options)
         self.verify = verify
         self.decompress = decompress
-        self._compression_arg = _compression_name(compression, allow_auto=True)
+        self._compression_arg = compression_name(compression, allow_auto=True)
         self._lock = threading.Lock()
         self._fd: Optional[int] = None
         self._fobj: Optional[IO[bytes]] = None
@@ -416,8 +378,6 @@ class TFRecordFile(Sequence[bytes]):
         fd, name = tempfile.mkstemp(prefix="tfrecord-lite-", suffix=".tfrecord")
         try:
             with os.fdopen(fd, "wb") as out:
-                from .._record import encode_record
-
                 batch: list[bytes] = []
                 pending = 0
                 for record in read_records(self.path, compression, verify=self.verify):
@@ -466,7 +426,7 @@ class TFRecordFile(Sequence[bytes]):
         else:
             with self._lock:
                 if self._fobj is None:
-                    self._fobj = _open_binary(self._data_path, "rb")
+                    self._fobj = open_binary(self._data_path, "rb")
                 self._fobj.seek(start)
                 data = self._fobj.read(n)
         if len(data) != n:
@@ -486,8 +446,8 @@ class TFRecordFile(Sequence[bytes]):
         for i in {0, n - 1} if n else ():
             start, end = int(self._bounds[i]), int(self._bounds[i + 1])
             head = self._read(start, HEADER_SIZE)
-            length, length_crc = _HEADER.unpack_from(head, 0)
-            if mask(crc32c(head[:8])) != length_crc or length + RECORD_OVERHEAD != end - start:
+            (length,) = LENGTH.unpack_from(head, 0)
+            if not header_ok(head) or length + RECORD_OVERHEAD != end - start:
                 raise StaleIndexError(
                     f"stale index: {self.index_path!r} says record {i} is {end - start} bytes "
                     f"at byte {start}, which the file does not hold; it is an index of another "
@@ -530,6 +490,14 @@ class TFRecordFile(Sequence[bytes]):
             offset=start,
             index=first,
         )
+
+    def _read_one(self, k: int) -> bytes:
+        """Record ``k``: one read, both CRCs checked at once (``unframe``); anything
+        unexpected goes through :meth:`_decode`, which raises the precise error."""
+        start, end = int(self._bounds[k]), int(self._bounds[k + 1])
+        buf = self._read(start, end - start)
+        data = unframe(buf) if self.verify else None
+        return data if data is not None else self._decode(buf, k, 1)[0]
 
     def _read_run(self, first: int, stop: int) -> list[bytes]:
         """Records ``first..stop-1`` (consecutive), in spans of at most 16 MiB."""
@@ -591,8 +559,7 @@ class TFRecordFile(Sequence[bytes]):
                 return self._read_run(start, stop) if stop > start else []
             return self.get_many(range(start, stop, step))
         if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-            k = self._norm(i)
-            return self._read_run(k, k + 1)[0]
+            return self._read_one(self._norm(i))
         if isinstance(i, (str, bytes, bool)):
             raise TypeError(
                 f"record indices must be integers, slices or lists, not {type(i).__name__}"
@@ -650,16 +617,6 @@ class TFRecordFile(Sequence[bytes]):
                 with contextlib.suppress(OSError):
                     os.remove(self._tmp)
                 self._tmp = None
-
-    def __enter__(self) -> TFRecordFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

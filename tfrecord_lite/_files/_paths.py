@@ -31,6 +31,7 @@ from typing import IO, Any, Optional, Union
 
 from .._errors import CorruptRecordError
 from . import _fs
+from ._sniff import looks_like_tfrecord
 
 __all__ = [
     "DIRECTORY_RULE",
@@ -104,24 +105,6 @@ def is_file_object(obj: object) -> bool:
     )
 
 
-def _looks_like_tfrecord(first: bytes) -> bool:
-    """True when a file's first bytes can start a TFRecord file (plain, GZIP or ZLIB)."""
-    if not first:
-        return True  # an empty file: zero records
-    from .._record import crc32c, mask  # the CRC layer sits below this one
-
-    if len(first) >= 12 and mask(crc32c(first[:8])) == int.from_bytes(first[8:12], "little"):
-        return True
-    if first[:2] == b"\x1f\x8b":
-        return True
-    return (
-        len(first) >= 2
-        and first[0] & 0x0F == 8
-        and first[0] >> 4 <= 7
-        and (first[0] << 8 | first[1]) % 31 == 0
-    )
-
-
 def _heads(paths: list[str]) -> list[bytes]:
     """The first 12 bytes of each file (URLs fetched concurrently)."""
     if not paths or not _fs.is_url(paths[0]) or len(paths) == 1:
@@ -142,7 +125,7 @@ def _directory(path: str) -> list[str]:
             2, f"the directory holds no TFRecord files ({DIRECTORY_RULE})", str(path)
         )
     for full, first in zip(files, _heads(files)):
-        if not _looks_like_tfrecord(first):
+        if not looks_like_tfrecord(first):
             raise CorruptRecordError(
                 f"{str(full)!r} in the directory {str(path)!r} is not a TFRecord file (its "
                 f"first bytes are neither a record header nor a GZIP/ZLIB stream): "

@@ -53,8 +53,9 @@ from .._errors import ClosedError
 from .._record import RECORD_OVERHEAD, as_buffer
 from . import _fs
 from ._index import write_index
-from ._io import TFRecordOptions, TFRecordWriter
+from ._options import TFRecordOptions
 from ._paths import shard_name
+from ._writer import TFRecordWriter
 
 __all__ = ["ShardedWriter"]
 

@@ -1,51 +1,57 @@
-"""The TFRecord record format, bytes in and bytes out (no I/O): CRC-32C and the masked
-checksum, framing records, scanning blocks for record spans, and finding the next record
-after damage.
+"""The TFRecord record format, bytes in and bytes out (no I/O): the format itself and its
+one header check, CRC-32C and the masked checksum, framing records, decoding streams,
+scanning blocks for record spans, and finding the next record after damage.
 
 Other units import from this package only, and only these names.
 """
 
-from ._crc import available_crc_backends, crc32c, crc32c_checksum, crc_backend, mask, masked_crc32c
-from ._framing import (
+from ._crc import (
+    available_crc_backends,
+    crc32c,
+    crc32c_checksum,
+    crc32c_combine,
+    crc32c_of_zeros,
+    crc_backend,
+    mask,
+    masked_crc32c,
+)
+from ._decoder import RecordDecoder, iter_records
+from ._format import (
+    FOOTER_SIZE,
     HEADER_SIZE,
+    LENGTH,
     RECORD_OVERHEAD,
-    FramedRecords,
-    RecordDecoder,
     as_buffer,
-    encode_record,
-    encode_records,
-    frame_parts,
-    frame_rows,
+    cut_short,
+    data_ok,
+    footer_of_crc,
     header_error,
-    iter_records,
+    header_ok,
+    record_footer,
     record_header,
     truncated_error,
+    unframe,
 )
-from ._recover import (
-    Damage,
-    Item,
-    Record,
+from ._framing import FramedRecords, encode_record, encode_records, frame_parts, frame_rows
+from ._resync import (
     SkippedDataWarning,
     SkipReport,
     check_max_record_size,
     check_on_error,
-    crc32c_combine,
     find_next_record,
-    find_next_record_in_file,
     located,
-    salvage,
+    next_header,
     warn_skip,
 )
 from ._scan import Buffer, RecordSpans, unaligned
 
 __all__ = [
+    "FOOTER_SIZE",
     "HEADER_SIZE",
+    "LENGTH",
     "RECORD_OVERHEAD",
     "Buffer",
-    "Damage",
     "FramedRecords",
-    "Item",
-    "Record",
     "RecordDecoder",
     "RecordSpans",
     "SkipReport",
@@ -57,21 +63,27 @@ __all__ = [
     "crc32c",
     "crc32c_checksum",
     "crc32c_combine",
+    "crc32c_of_zeros",
     "crc_backend",
+    "cut_short",
+    "data_ok",
     "encode_record",
     "encode_records",
     "find_next_record",
-    "find_next_record_in_file",
+    "footer_of_crc",
     "frame_parts",
     "frame_rows",
     "header_error",
+    "header_ok",
     "iter_records",
     "located",
     "mask",
     "masked_crc32c",
+    "next_header",
+    "record_footer",
     "record_header",
-    "salvage",
     "truncated_error",
     "unaligned",
+    "unframe",
     "warn_skip",
 ]

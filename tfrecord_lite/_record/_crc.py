@@ -17,17 +17,21 @@ import time (override with the environment variable ``TFRECORD_LITE_CRC_BACKEND`
 ``crcmod``         crcmod's C extension (a required dependency; ~0.4 GB/s)
 ``crcmod-python``  crcmod without its C extension: ~300x slower, warns once
 
-Install the ``fast`` extra (``pip install tfrecord-lite[fast]``) to get the
+:func:`crc32c_combine` joins the CRCs of two pieces (zlib's ``crc32_combine``), so a
+record of any size can be checked piece by piece without holding it whole.
+
+Install the ``fast`` extra (``pip install tfrecord-lite-np[fast]``) to get the
 first two. All arithmetic here is on Python ints: NumPy uint32 scalars warn or
 wrap differently across platforms.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -36,6 +40,8 @@ __all__ = [
     "available_crc_backends",
     "crc32c",
     "crc32c_checksum",
+    "crc32c_combine",
+    "crc32c_of_zeros",
     "crc_backend",
     "get_crc_function",
     "mask",
@@ -59,7 +65,7 @@ ENV_VAR = "TFRECORD_LITE_CRC_BACKEND"
 _SLOW_WARNING = (
     "tfrecord_lite is computing CRC32C with crcmod's pure-Python code, about 300x "
     "slower than its C extension (crcmod was installed without a C compiler). "
-    "Fix: `pip install tfrecord-lite[fast]` (hardware CRC32C), or reinstall crcmod "
+    "Fix: `pip install tfrecord-lite-np[fast]` (hardware CRC32C), or reinstall crcmod "
     "with a compiler: `pip install --force-reinstall --no-binary crcmod crcmod`."
 )
 
@@ -218,3 +224,71 @@ def crc_backend() -> str:
 def masked_crc32c(data: Buffer) -> int:
     """Return TensorFlow's masked CRC-32C of ``data``."""
     return mask(crc32c(data))
+
+
+# --------------------------------------------------------------------------- CRC pieces
+
+
+def _gf2_times(mat: tuple[int, ...], vec: int) -> int:
+    out = 0
+    i = 0
+    while vec:
+        if vec & 1:
+            out ^= mat[i]
+        vec >>= 1
+        i += 1
+    return out
+
+
+def _gf2_square(mat: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(_gf2_times(mat, mat[n]) for n in range(32))
+
+
+def _one_zero_byte() -> tuple[int, ...]:
+    # Operator for one zero *bit* on a reflected CRC-32C register, squared to one byte.
+    op: tuple[int, ...] = (0x82F63B78, *(1 << n for n in range(31)))
+    for _ in range(3):
+        op = _gf2_square(op)
+    return op
+
+
+@functools.lru_cache(maxsize=128)
+def _zeros_operator(nbytes: int) -> tuple[int, ...]:
+    """The GF(2) operator that feeds ``nbytes`` zero bytes through a CRC-32C register."""
+    result: Optional[tuple[int, ...]] = None
+    power = _one_zero_byte()
+    while True:
+        if nbytes & 1:
+            result = power if result is None else tuple(_gf2_times(power, c) for c in result)
+        nbytes >>= 1
+        if not nbytes:
+            break
+        power = _gf2_square(power)
+    assert result is not None
+    return result
+
+
+def crc32c_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC-32C of ``a + b`` from ``crc1 = crc32c(a)``, ``crc2 = crc32c(b)`` and ``len(b)``.
+
+    Lets a record of any size be checked piece by piece (zlib's ``crc32_combine``).
+    """
+    if len2 <= 0:
+        return crc1
+    return _gf2_times(_zeros_operator(len2), crc1) ^ crc2
+
+
+def crc32c_of_zeros(n: int) -> int:
+    """CRC-32C of ``n`` zero bytes, in O(log n) (for sparse files in tests and tools)."""
+    crc = 0
+    done = 0
+    piece, piece_len = crc32c(b"\0"), 1
+    while n:
+        if n & 1:
+            crc = crc32c_combine(crc, piece, piece_len) if done else piece
+            done += piece_len
+        n >>= 1
+        if n:
+            piece = crc32c_combine(piece, piece, piece_len)
+            piece_len *= 2
+    return crc

@@ -1,6 +1,6 @@
 """Block scanning: every complete record of a buffer in one pass (sans-I/O).
 
-This is the fast core of :class:`tfrecord_lite._record._framing.RecordDecoder`. It does
+This is the fast core of :class:`tfrecord_lite._record._decoder.RecordDecoder`. It does
 what a per-record loop does (find each record, check the CRC of its length and
 of its data, copy it out) but in phases over the whole buffer:
 
@@ -33,6 +33,14 @@ out (chance 2**-32 for random damage, the same as one damaged record passing its
 own CRC). It is used for records under :data:`RUN_CRC_BELOW` bytes on average,
 where one call per record costs more than the CRC itself.
 
+Why a walk of its own: the boundaries of phase 1 are the record-header walk of a
+buffer *held in memory*, vectorised (all boundaries of equal-length records
+confirmed at once), with every data byte checked; the other walk of the package,
+:func:`tfrecord_lite._files._walk.walk_headers`, reads only the headers of a file
+and seeks over the data. Headers are checked with :mod:`tfrecord_lite._record._format`'s
+:func:`~tfrecord_lite._record._format.length_crc` (vectorised per distinct length)
+and :func:`~tfrecord_lite._record._format.header_ok`.
+
 The result is exactly the per-record loop's: the same records, and the same
 error (kind, offset, index) at the first bad record, with every good record
 before it returned first. The records come out as ``bytes`` objects, or (for a
@@ -50,15 +58,14 @@ from typing import NamedTuple, Optional, Union, overload
 
 import numpy as np
 
-from ._crc import crc32c, mask, mask_array, unmask_array
+from ._crc import crc32c, mask_array, unmask_array
+from ._format import HEADER_SIZE, LENGTH, header_ok, length_crc
+from ._format import RECORD_OVERHEAD as OVERHEAD
 
 __all__ = ["RecordSpans", "Scan", "scan"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
-HEADER_SIZE = 12
-OVERHEAD = 16
-_U64 = struct.Struct("<Q")
 _NONE = np.zeros(0, dtype=np.int64)
 #: Runs of records shorter than this on average have their data CRCs checked with
 #: one CRC over the run (module docstring); longer ones record by record.
@@ -299,7 +306,7 @@ def _boundaries(
     """
     head_starts = head_lengths = _NONE
     pos = 0
-    unpack = _U64.unpack_from
+    unpack = LENGTH.unpack_from
     if end >= HEADER_SIZE and max_records != 0:
         (first,) = unpack(buf, 0)
         step = first + OVERHEAD
@@ -367,7 +374,7 @@ def _chain(buf: Buffer, pos: int, end: int) -> tuple[np.ndarray, int, Optional[i
     """
     chain = [pos]
     add = chain.append
-    unpack = _U64.unpack_from
+    unpack = LENGTH.unpack_from
     try:
         while True:
             pos += unpack(buf, pos)[0] + OVERHEAD
@@ -400,15 +407,11 @@ def _u32_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-def _header_ok(buf: Buffer, pos: int) -> bool:
-    return mask(crc32c(buf[pos : pos + 8])) == int.from_bytes(buf[pos + 8 : pos + 12], "little")
-
-
 @functools.lru_cache(maxsize=64)
 def _valid_run_crc(header: bytes, count: int) -> int:
     """CRC of ``count`` valid records with this 12-byte header, of zero bytes, each
     followed by its unmasked CRC."""
-    zeros = bytes(_U64.unpack_from(header)[0])
+    zeros = bytes(LENGTH.unpack_from(header)[0])
     one = header + zeros + crc32c(zeros).to_bytes(4, "little")
     return crc32c(one * count)
 
@@ -427,12 +430,6 @@ def scratch(name: str, size: int) -> np.ndarray:
         if size <= SCRATCH_KEEP:
             held[name] = buf
     return buf[:size]
-
-
-@functools.lru_cache(maxsize=4096)
-def _length_crc(length: int) -> int:
-    """The masked CRC a header stores for this record length."""
-    return mask(crc32c(_U64.pack(length)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -514,11 +511,11 @@ def scan(
         distinct: Optional[tuple[np.ndarray, np.ndarray]] = None
         if bool(one == ln[-1]) and bool((ln == one).all()):
             # One length (one writer, fixed layout): one header CRC to compute.
-            expected = np.array([_length_crc(one)], dtype=np.uint64)
+            expected = np.array([length_crc(one)], dtype=np.uint64)
         else:
             uniq, inverse = np.unique(ln, return_inverse=True)
             distinct = (uniq, inverse.reshape(-1))
-            expected = np.array([_length_crc(u) for u in uniq.tolist()], dtype=np.uint64)[
+            expected = np.array([length_crc(u) for u in uniq.tolist()], dtype=np.uint64)[
                 distinct[1]
             ]
         bad = np.flatnonzero(stored_hdr != expected)
@@ -546,13 +543,13 @@ def scan(
             if len(bad):
                 bad_at = int(bad[0])
                 problem = "data"
-    elif verify and not n and end >= HEADER_SIZE and not _header_ok(buf, 0):
+    elif verify and not n and end >= HEADER_SIZE and not header_ok(buf, 0):
         return Scan([], 0, "header", HEADER_SIZE)
     # The record we stopped at is incomplete: its length CRC is checkable already,
     # and a damaged length must not make us wait for (or claim) absurd sizes.
     incomplete = claim or stop + need > end
     if problem is None and verify and incomplete and end - stop >= HEADER_SIZE:  # noqa: SIM102
-        if not _header_ok(buf, stop):
+        if not header_ok(buf, stop):
             bad_at, problem = n, "header"
     if problem is None and claim:
         return Scan(records, stop, "claim", need)
