@@ -173,13 +173,15 @@ dist: $(BUILD_VENV)/.installed
 	$(BUILD_VENV)/bin/python tests/wheel/check_dist.py dist
 
 # The wheel (no extras) in a fresh venv in a temporary directory outside the tree; the
-# smoke suite copied into another empty one and run from there, so nothing of the source
-# tree can be imported (the suite fails if tfrecord_lite comes from anywhere but the venv).
+# smoke suite (tests/wheel/smoke_wheel.py, named so that the tree's own runs do not collect
+# it) copied as test_smoke_wheel.py into another empty one and run from there, so nothing of
+# the source tree can be imported (the suite fails if tfrecord_lite comes from anywhere but
+# the venv).
 test-wheel: dist
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(PYTHON) -m venv "$$tmp/venv"; \
 	"$$tmp/venv/bin/python" -m pip --disable-pip-version-check -q install dist/*.whl "pytest>=7"; \
-	mkdir "$$tmp/run"; cp tests/wheel/test_*.py "$$tmp/run/"; printf '[pytest]\n' > "$$tmp/run/pytest.ini"; \
+	mkdir "$$tmp/run"; cp tests/wheel/smoke_wheel.py "$$tmp/run/test_smoke_wheel.py"; printf '[pytest]\n' > "$$tmp/run/pytest.ini"; \
 	cd "$$tmp/run" && TFRECORD_LITE_SOURCE="$(CURDIR)" "$$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider
 
 # The whole test suite on each CPython that requires-python (>=3.9) admits and this machine

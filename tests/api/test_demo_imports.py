@@ -72,4 +72,5 @@ def test_demo_imports_only_its_extras(tmp_path: Path) -> None:
     assert marker.exists()  # the guard was installed
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stdout.splitlines()[-1] == "Demo complete."
+    # the last line may say how to put tfrecord-lite on PATH (tests/api/test_demo.py)
+    assert "Demo complete." in proc.stdout.splitlines()[-2:]

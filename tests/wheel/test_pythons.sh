@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(pwd)
 versions=${PYTHON_VERSIONS:-3.9 3.10 3.11 3.12 3.13}
 pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
-xdist=${XDIST:--n 2}
+xdist=${XDIST-"-n 2"}  # XDIST= (empty) runs without pytest-xdist
 wheels=(dist/*.whl)
 [ -f "${wheels[0]}" ] || { echo "no wheel in dist/: run make dist"; exit 1; }
 wheel="$root/${wheels[0]}"

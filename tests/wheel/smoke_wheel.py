@@ -1,8 +1,9 @@
 """Smoke tests of the installed wheel: what a user gets from ``pip install tfrecord-lite-np``.
 
 ``make test-wheel`` installs the built wheel (no extras) into a fresh venv outside the
-source tree, copies this file into an empty temporary directory and runs it there with
-that venv's pytest, so only the installed package can be imported. The first test fails
+source tree, copies this file into an empty temporary directory (as test_smoke_wheel.py:
+its own name keeps the tree's runs from collecting it) and runs it there with that venv's
+pytest, so only the installed package can be imported. The first test fails
 if ``tfrecord_lite`` (or any of its modules) comes from anywhere but that venv's
 site-packages, as it would when a wheel that lacks a module falls back to a source tree.
 
