@@ -10,8 +10,12 @@ twice, with ``TFRECORD_LITE_FASTPATH`` on and off, and the results (or errors) c
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
 import random
 import struct
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -23,8 +27,16 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _extract as _fastparse
-from tfrecord_lite._examples import _extracted, _layout
+from tfrecord_lite._examples import _extracted, _jit, _layout
 from tfrecord_lite._examples import _parse as _parse_module
+
+
+@pytest.fixture(autouse=True)
+def _numpy_engine(monkeypatch: Any) -> None:
+    """These tests are about the NumPy extractor: without this, batches of
+    ``JIT_MIN_RECORDS`` or more would go to the compiled one where numba is installed."""
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
+
 
 KINDS = {"int64_list": tfr.int64, "float_list": tfr.float32, "bytes_list": tfr.string}
 
@@ -250,3 +262,210 @@ def test_every_structural_byte_is_checked(monkeypatch: Any) -> None:
         variant[pos] = (variant[pos] + 1) % 256
         records = [template] * 12 + [bytes(variant)] + [template] * 3
         _same(_parse(records, spec, True, monkeypatch), _parse(records, spec, False, monkeypatch))
+
+
+# --------------------------------------------------------------------------- the engines
+
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+NO_NUMBA = "numba is not installed (the jit extra): the compiled engine is not tested here"
+ENGINES = ["numpy", pytest.param("jit", marks=pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA))]
+
+
+def _parse_with(records: list[bytes], specs: dict[str, Any], engine: str, monkeypatch: Any) -> Any:
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", engine)
+    return _parse(records, specs, True, monkeypatch)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.sampled_from([1, 3, 8, 64, 200]),
+    shuffle=st.sampled_from([0.05, 1.0]),
+)
+def test_each_engine_equals_the_reference(
+    engine: str, seed: int, size: int, shuffle: float, monkeypatch: Any
+) -> None:
+    # Random specs of every kind, random records (shuffled key order, missing keys,
+    # empty Feature()s, wrong kinds, several packed pieces, merged Examples, garbage).
+    records, specs = _batch(random.Random(seed), size, shuffle)
+    _same(
+        _parse_with(records, specs, engine, monkeypatch), _parse(records, specs, False, monkeypatch)
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_each_engine_parses_single_records_as_the_reference(
+    engine: str, seed: int, monkeypatch: Any
+) -> None:
+    records, specs = _batch(random.Random(seed), 1)
+
+    def single(fast: bool) -> Any:
+        monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "1" if fast else "0")
+        monkeypatch.setenv("TFRECORD_LITE_ENGINE", engine)
+        try:
+            return ("ok", tfr.parse_single_example(records[0], specs))
+        except (tfr.ParseError, ValueError) as err:
+            return ("error", type(err).__name__, str(err))
+
+    _same(single(True), single(False))
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
+def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
+    seen: list[tuple[int, int]] = []
+    real = _parse_module.jit_extract
+
+    def counting(records: Any, table: Any) -> Any:
+        result = real(records, table)
+        seen.append((len(records), 0 if result is None else int(result[0].sum())))
+        return result
+
+    monkeypatch.setattr(_parse_module, "jit_extract", counting)
+    monkeypatch.setattr(_jit, "AUTO_PICKS_JIT", True)
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "auto")
+    rng = random.Random(8)
+    for _ in range(20):
+        records, specs = _batch(rng, 200, shuffle=1.0)
+        with contextlib.suppress(tfr.ParseError, ValueError):
+            tfr.parse_example(records, specs)
+    total = sum(n for n, _ in seen)
+    assert total == 20 * 200
+    assert sum(h for _, h in seen) / total > 0.5
+
+
+def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
+    monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
+    assert _jit.engine(10**6) == "numpy"  # auto: numpy until the compiled walk is faster
+    monkeypatch.setattr(_jit, "AUTO_PICKS_JIT", True)
+    assert _jit.engine(1) == "numpy"  # one record never waits for a compile
+    assert _jit.engine(_jit.JIT_MIN_RECORDS) == ("jit" if HAS_NUMBA else "numpy")
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
+    assert _jit.engine(10**6) == "numpy"
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "fast")
+    with pytest.raises(ValueError, match="auto, numpy or jit"):
+        _jit.engine(10)
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
+    if HAS_NUMBA:
+        assert _jit.engine(1) == "jit"
+    else:
+        with pytest.raises(ImportError, match="jit"):
+            _jit.engine(1)
+
+
+def test_import_compiles_nothing() -> None:
+    code = (
+        "import sys, tfrecord_lite as tfr\n"
+        "r = tfr.encode_example({'a': 1})\n"
+        "assert tfr.parse_single_example(r, {'a': tfr.FixedLenFeature([], tfr.int64)})['a'] == 1\n"
+        "tfr.parse_example([r] * 10, {'a': tfr.FixedLenFeature([], tfr.int64)})\n"
+        "print('numba' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TFRECORD_LITE_ENGINE"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
+def test_a_corrupt_kernel_cache_is_compiled_afresh(tmp_path: Any) -> None:
+    code = (
+        "import numpy as np, tfrecord_lite as tfr\n"
+        "rs = [tfr.encode_example({'a': [i, -i], 'b': b'x' * (i % 3)}) for i in range(100)]\n"
+        "spec = {'a': tfr.VarLenFeature(tfr.int64), 'b': tfr.FixedLenFeature([], tfr.string)}\n"
+        "out = tfr.parse_example(rs, spec)\n"
+        "assert out['a'].values.tolist() == [v for i in range(100) for v in (i, -i)]\n"
+        "assert out['b'].tolist() == [b'x' * (i % 3) for i in range(100)]\n"
+        "from tfrecord_lite._examples import _jit\n"
+        "print(_jit._kernels is not None)\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "TFRECORD_LITE_ENGINE": "jit"}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert first.returncode == 0 and first.stdout.strip() == "True", first.stderr
+    cached = [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert cached
+    for p in cached:
+        p.write_bytes(b"not a cache" * 3)
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert again.returncode == 0 and again.stdout.strip() == "True", again.stderr
+
+
+# Issue 31, item 5, and the several-packed-pieces case: payloads where TensorFlow 2.21's
+# parser and protobuf's wire rules differ. Every engine gives protobuf's answer (see
+# docs/tensorflow-behaviour.md); tests/interop/test_parse_interop.py shows TensorFlow's.
+_I64 = tfr.VarLenFeature(tfr.int64)
+QUIRKS = {
+    # (a) a map key that is not UTF-8: protobuf refuses the record
+    "invalid_utf8_key": (
+        _ld(1, _ld(1, _ld(1, b"\xff") + _ld(2, _ld(3, _ld(1, b"\x05")))) + b""),
+        {"a": _I64},
+        ("error", "ParseError"),
+    ),
+    # (b) packed [1, 2] then unpacked 3: all three
+    "packed_then_unpacked": (
+        _ld(1, _ld(1, _ld(1, b"a") + _ld(2, _ld(3, _ld(1, b"\x01\x02") + b"\x08\x03")))),
+        {"a": _I64},
+        ("ok", [1, 2, 3]),
+    ),
+    # (c) float_list then int64_list in one Feature: the last one set (oneof)
+    "float_then_int64": (
+        _ld(
+            1,
+            _ld(
+                1,
+                _ld(1, b"a")
+                + _ld(2, _ld(2, _ld(1, struct.pack("<f", 1.5))) + _ld(3, _ld(1, b"\x07"))),
+            ),
+        ),
+        {"a": _I64},
+        ("ok", [7]),
+    ),
+    # (d) a map entry with a key and no value: an empty Feature, so the key is missing
+    "key_without_value": (
+        _ld(1, _ld(1, _ld(1, b"a"))),
+        {"a": tfr.FixedLenFeature([], tfr.int64, default_value=-1)},
+        ("ok", [-1]),
+    ),
+    # (e) a packed length of 1000 with 2 bytes present: a truncated message
+    "packed_length_past_the_end": (
+        _ld(1, _ld(1, _ld(1, b"a") + _ld(2, _ld(3, b"\x0a\xe8\x07\x01\x02")))),
+        {"a": _I64},
+        ("error", "ParseError"),
+    ),
+    # several packed pieces of one list: every piece (TensorFlow 2.21 keeps the first)
+    "several_packed_pieces": (
+        _ld(1, _ld(1, _ld(1, b"a") + _ld(2, _ld(3, _ld(1, b"\x01\x02") + _ld(1, b"\x03"))))),
+        {"a": _I64},
+        ("ok", [1, 2, 3]),
+    ),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", sorted(QUIRKS))
+@pytest.mark.parametrize("size", [1, 100])
+def test_payloads_where_tensorflow_differs(
+    name: str, engine: str, size: int, monkeypatch: Any
+) -> None:
+    record, spec, expect = QUIRKS[name]
+    good = tfr.encode_example({"a": [4]})
+    records = [good] * (size - 1) + [record]
+    got = _parse_with(records, spec, engine, monkeypatch)
+    _same(got, _parse(records, spec, False, monkeypatch))
+    assert got[0] == expect[0]
+    if expect[0] == "error":
+        assert got[1] == expect[1]
+    else:
+        value = got[1]["a"]
+        last = (
+            value.values[value.indices[:, 0] == size - 1].tolist()
+            if isinstance(value, tfr.SparseValue)
+            else [value[-1].item()]
+        )
+        assert last == expect[1]

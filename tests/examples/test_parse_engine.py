@@ -34,6 +34,13 @@ DTYPE = {"bytes": tfr.string, "float": tfr.float32, "int": tfr.int64}
 INT_POOL = [0, 1, 127, 128, 300, 16383, 16384, 2**31, 2**35, 2**56, 2**63 - 1, -1, -(2**63)]
 
 
+@pytest.fixture(autouse=True)
+def _numpy_engine(monkeypatch: Any) -> None:
+    """These tests are about the NumPy extractor: without this, batches of
+    ``JIT_MIN_RECORDS`` or more would go to the compiled one where numba is installed."""
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
+
+
 def _value(rng: random.Random, kind: str) -> Any:
     if kind == "int":
         return rng.choice(INT_POOL) if rng.random() < 0.4 else rng.randrange(0, 200)
@@ -1054,3 +1061,25 @@ def test_dataset_parse_sequence_checks_its_specs_when_called(tmp_path: Any) -> N
         ds.parse_sequence({}, {"x": tfr.FixedLenFeature([], tfr.int64)})
     with pytest.raises(ValueError, match="belongs in sequence_features"):
         ds.parse_sequence({"x": tfr.FixedLenSequenceFeature([], tfr.int64)}, {})
+
+
+def test_a_plan_parses_and_can_give_sequence_rows_unpadded() -> None:
+    spec = {
+        "s": tfr.FixedLenSequenceFeature([2], tfr.int64, allow_missing=True),
+        "a": tfr.FixedLenFeature([], tfr.int64, default_value=0),
+    }
+    records = [tfr.encode_example({"s": list(range(2 * i)), "a": i}) for i in range(4)]
+    padded = _parse.compile_features(spec)
+    assert padded.parse(records)["s"].shape == (4, 3, 2)
+    assert padded.parse_single(records[2])["s"].tolist() == [[0, 1], [2, 3]]
+    rows = _parse.compile_features(padded, sequence_rows=True)
+    assert rows is not padded and _parse.compile_features(rows, sequence_rows=True) is rows
+    got = rows.parse(records)
+    assert isinstance(got["s"], tfr.RaggedValue)
+    assert got["s"].row_splits.tolist() == [0, 0, 1, 3, 6]
+    assert got["s"].values.shape == (6, 2)
+    assert got["s"].to_list() == [[], [[0, 1]], [[0, 1], [2, 3]], [[0, 1], [2, 3], [4, 5]]]
+    assert got["a"].tolist() == [0, 1, 2, 3]
+    bad = [tfr.encode_example({"s": [1, 2, 3]})]
+    with pytest.raises(tfr.ParseError, match="not a multiple of stride length"):
+        rows.parse(bad)

@@ -9,6 +9,7 @@ Input layout of the parser targets, so that seeds can be built from real records
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
 import sys
@@ -83,13 +84,22 @@ def batch_of(records: list[bytes], flags: int) -> list[bytes]:
     return records
 
 
+#: The parse engines the fast path is run with (the compiled one where numba is installed).
+ENGINES = ["numpy", "jit"] if importlib.util.find_spec("numba") else ["numpy"]
+
+
 def fast_and_generic(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` with the vectorized fast path on, then off: the results must agree."""
-    os.environ["TFRECORD_LITE_FASTPATH"] = "1"
-    fast = outcome(fn)
+    """Run ``fn`` with the fast path of each engine, then with the generic path
+    (protobuf alone): the results must agree."""
     os.environ["TFRECORD_LITE_FASTPATH"] = "0"
     generic = outcome(fn)
     os.environ["TFRECORD_LITE_FASTPATH"] = "1"
-    if fast != generic:
-        raise AssertionError(f"fast path and generic path disagree:\n{fast!r}\n!=\n{generic!r}")
+    for engine in ENGINES:
+        os.environ["TFRECORD_LITE_ENGINE"] = engine
+        fast = outcome(fn)
+        if fast != generic:
+            raise AssertionError(
+                f"fast path ({engine}) and generic path disagree:\n{fast!r}\n!=\n{generic!r}"
+            )
+    os.environ.pop("TFRECORD_LITE_ENGINE", None)
     return generic

@@ -67,6 +67,7 @@ from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
 from ._extract import extract
 from ._extracted import MIN_BATCH, enabled, merge_columns
+from ._jit import JitTable, engine, jit_extract
 from ._keys import KeyTable, key_table
 from ._schema import (
     DType,
@@ -157,6 +158,7 @@ class ParsePlan(Mapping[str, FeatureSpec]):
                     "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
                 )
         self._table: Optional[KeyTable] = None
+        self._jit_table: Optional[JitTable] = None
 
     @property
     def table(self) -> KeyTable:
@@ -164,6 +166,13 @@ class ParsePlan(Mapping[str, FeatureSpec]):
         if self._table is None:
             self._table = key_table(self.needed)
         return self._table
+
+    @property
+    def jit_table(self) -> JitTable:
+        """The key table of the compiled extractor (built on first use)."""
+        if self._jit_table is None:
+            self._jit_table = JitTable(self.needed)
+        return self._jit_table
 
     def parse(
         self, serialized: Sequence[Serialized], example_names: Optional[Sequence[Any]] = None
@@ -190,15 +199,15 @@ class ParsePlan(Mapping[str, FeatureSpec]):
 
 
 def compile_features(
-    features: Any, what: str = "features", *, sequence_rows: bool = False
+    features: Any, what: str = "features", *, sequence_rows: Optional[bool] = None
 ) -> ParsePlan:
-    """``features`` compiled into a :class:`ParsePlan` (returned as is if it is one
-    with the same ``sequence_rows``)."""
+    """``features`` compiled into a :class:`ParsePlan`; a plan is returned as is
+    (a new one where ``sequence_rows`` is given and differs from the plan's)."""
     if isinstance(features, ParsePlan):
-        if features.sequence_rows == sequence_rows:
+        if sequence_rows is None or features.sequence_rows == sequence_rows:
             return features
         features = features.specs
-    return ParsePlan(features, what, sequence_rows=sequence_rows)
+    return ParsePlan(features, what, sequence_rows=bool(sequence_rows))
 
 
 def _as_records(serialized: Any, what: str) -> Sequence[bytes]:
@@ -307,14 +316,16 @@ def extract_columns(
 
 
 def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
-    """Columns for every needed key: the vectorized path where it applies, else protobuf."""
+    """Columns for every needed key: the compiled or the vectorized path where it
+    applies (:func:`~._jit.engine`), else protobuf."""
     n = len(records)
     needed = plan.needed
-    fast = (
-        extract(records, needed, table=plan.table)
-        if needed and len(records) >= MIN_BATCH and enabled()
-        else None
-    )
+    fast = None
+    if needed and n and enabled():
+        if engine(n) == "jit":
+            fast = jit_extract(records, plan.jit_table)
+        if fast is None and n >= MIN_BATCH:
+            fast = extract(records, needed, table=plan.table)
     if fast is None:
         maps = [ex.features.feature for ex in _decode(records, where, example_pb2.Example)]
         return extract_columns(maps, needed, where)
