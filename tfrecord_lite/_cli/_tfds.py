@@ -1,6 +1,6 @@
 """``tfrecord-lite info DIR`` and ``preview DIR`` on a prepared TFDS dataset directory.
 
-Called by :mod:`tfrecord_lite._cli._main` when its inputs are TFDS directories (they hold
+Called by the ``info`` and ``preview`` commands when its inputs are TFDS directories (they hold
 ``dataset_info.json`` and ``features.json``).
 """
 
@@ -25,6 +25,7 @@ from ..tfds import (
 from ..tfds import (
     Sequence as Seq,
 )
+from ._output import save_grid, table
 
 
 def tfds_dirs(items: Sequence[str]) -> Optional[list[str]]:
@@ -126,11 +127,6 @@ def _report(path: str) -> tuple[dict[str, Any], list[str]]:
     return report, problems
 
 
-def _table(rows: list[list[str]], indent: str = "    ") -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-
-
 def _text(report: dict[str, Any]) -> list[str]:
     lines = ["", report["path"]]
     config = f", config {report['config']}" if report["config"] else ""
@@ -149,14 +145,14 @@ def _text(report: dict[str, Any]) -> list[str]:
         [s["name"], f"{s['examples']:,}", str(s["shards"]), f"{s['bytes']:,}"]
         for s in report["splits"]
     ]
-    lines += _table(rows)
+    lines += table(rows)
     lines.append(f"  features ({len(report['features'])}):")
     rows = [["feature", "connector", "shape", "dtype", "classes"]]
     for f in report["features"]:
         rows.append(
             [f["feature"], f["connector"], f["shape"], f["dtype"], ", ".join(f.get("classes", []))]
         )
-    lines += _table(rows)
+    lines += table(rows)
     for p in report["problems"]:
         lines.append(f"  problem: {p}")
     return lines
@@ -268,14 +264,7 @@ def preview(dirs: list[str], args: argparse.Namespace, quiet: bool) -> int:
         print(f"tfrecord-lite: error: split {split!r} has no examples to preview")
         return 1
     grid = draw_grid(cells, cell=args.cell, cols=args.cols)
-    out_dir = os.path.dirname(args.output)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    ext = os.path.splitext(args.output)[1].lower()
-    grid.save(
-        args.output,
-        format=None if ext in (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp") else "PNG",
-    )
+    save_grid(grid, args.output)
     if not quiet:
         print(
             f"wrote {args.output}: {len(cells)} image{'s' if len(cells) != 1 else ''} of "

@@ -1,0 +1,56 @@
+"""``tfrecord-lite count``: the intact records of each file."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .._files import Damage, SalvageInfo, salvage_file
+from ._common import (
+    EXIT_DATA,
+    EXIT_OK,
+    PROG,
+    Ctx,
+    add_command,
+    damage_line,
+    examples_text,
+    expand_inputs,
+    say,
+    total_size,
+)
+
+
+def run(args: argparse.Namespace, ctx: Ctx) -> int:
+    paths = expand_inputs(args.files)
+    total = 0
+    problems = 0
+    with ctx.bar(total_size(paths), "count", "B") as bar:
+        for path in paths:
+            info = SalvageInfo()
+            n = 0
+            for item in salvage_file(path, on_bytes=bar.update, info=info):
+                if isinstance(item, Damage):
+                    problems += 1
+                    say(bar, damage_line(item, path, bool(info.compression)), err=True)
+                else:
+                    n += 1
+            total += n
+            say(bar, f"{n} {path}")
+    if len(paths) > 1:
+        print(f"{total} total")
+    return EXIT_DATA if problems else EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add the sub-command and its options."""
+    p = add_command(
+        sub,
+        "count",
+        run,
+        "count the records of files (checking CRCs)",
+        "Count the intact records of each file. Damaged records are reported on stderr "
+        "(file, record number, byte offset) and reading goes on past them; the exit "
+        "code is then 1.",
+        examples_text(f"{PROG} count train.tfrecord", f"{PROG} count 'data/*.tfrecord'"),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")

@@ -1,0 +1,99 @@
+"""``tfrecord-lite verify``: every CRC checked, and that every record parses."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import example_pb2
+from .._files import Damage, SalvageInfo, salvage_file
+from ._common import (
+    EXIT_DATA,
+    EXIT_OK,
+    PROG,
+    Ctx,
+    add_command,
+    damage_line,
+    examples_text,
+    expand_inputs,
+    say,
+    total_size,
+)
+from ._output import plural
+
+
+def _parse_error(data: bytes) -> str:
+    try:
+        example_pb2.SequenceExample.FromString(data)
+    except Exception as e:
+        return " ".join(str(e).split()) or type(e).__name__
+    return ""
+
+
+def run(args: argparse.Namespace, ctx: Ctx) -> int:
+    paths = expand_inputs(args.files)
+    bad_files = 0
+    records = 0
+    not_examples = 0
+    with ctx.bar(total_size(paths), "verify", "B") as bar:
+        for path in paths:
+            info = SalvageInfo()
+            good = problems = 0
+            for item in salvage_file(path, on_bytes=bar.update, info=info):
+                if isinstance(item, Damage):
+                    problems += 1
+                    say(bar, damage_line(item, path, bool(info.compression)))
+                    continue
+                good += 1
+                if args.no_parse:
+                    continue
+                why = _parse_error(item.data)
+                if why:
+                    problems += 1
+                    not_examples += 1
+                    where = "decompressed byte offset" if info.compression else "byte offset"
+                    say(
+                        bar,
+                        f"{path}: record {item.index}, {where} {item.offset}: not a "
+                        f"tf.train.Example or SequenceExample ({why})",
+                    )
+            records += good
+            if problems:
+                bad_files += 1
+                say(bar, f"FAILED {path}: {plural(problems, 'problem')}, {good:,} intact records")
+            elif not ctx.quiet:
+                say(bar, f"ok     {path}: {plural(good, 'record')}")
+    if bad_files:
+        hint = ""
+        if not_examples:
+            hint = (
+                " (records that are not Examples are fine if you wrote raw bytes: use --no-parse)"
+            )
+        print(f"{bad_files} of {plural(len(paths), 'file')} failed verification{hint}")
+        return EXIT_DATA
+    if not ctx.quiet:
+        print(f"all {plural(len(paths), 'file')} ok: {plural(records, 'record')}")
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add the sub-command and its options."""
+    p = add_command(
+        sub,
+        "verify",
+        run,
+        "check every CRC and that every record parses",
+        "Check the length and data CRC of every record and that every record parses as "
+        "a tf.train.Example or SequenceExample. Each problem is one line with its file, "
+        "record number and byte offset (of the decompressed stream for GZIP/ZLIB). "
+        "Reading goes on past a damaged record: right after it when only its data is "
+        "damaged, else at the next valid record header. Exit code 0 only when every "
+        "file is intact.",
+        examples_text(f"{PROG} verify data/*.tfrecord", f"{PROG} verify raw.tfrecord --no-parse"),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument(
+        "--no-parse",
+        action="store_true",
+        help="check the framing and CRCs only (records that are not Examples)",
+    )
