@@ -31,6 +31,7 @@ DIRS = {
     "tfl_features": ROOT / "tfl_features" / "1.0.0",
     "tfl_tabular": ROOT / "tfl_tabular" / "1.2.0",
     "tfl_digits": ROOT / "tfl_digits" / "small" / "3.0.1",
+    "tfl_tensors": ROOT / "tfl_tensors" / "1.0.0",
 }
 SPLITS = [
     ("tfl_features", "train"),
@@ -40,6 +41,7 @@ SPLITS = [
     ("tfl_tabular", "validation"),
     ("tfl_digits", "train"),
     ("tfl_digits", "test"),
+    ("tfl_tensors", "train"),
 ]
 #: Largest JPEG pixel difference measured against TensorFlow's decode on the fixtures.
 JPEG_MAX_DIFF_MEASURED = 10
@@ -599,3 +601,121 @@ def test_data_source_is_thread_safe(tabular: tfds.Builder, tmp_path: Path) -> No
     assert got == expected
     src.close()
     assert int(src[0]["id"]) == expected[order.index(0)]  # reopens after close()
+
+
+# --------------------------------------------------------------------------- encoded tensors
+
+
+def test_encoded_tensors_of_every_shape_form() -> None:
+    """bytes / zlib with every dimension known, one unknown (no shape stored) and several."""
+    b = tfds.builder_from_directory(DIRS["tfl_tensors"])
+    f = b.info.features
+    assert isinstance(f, tfds.FeaturesDict)
+    for enc in ("bytes", "zlib"):
+        assert f[f"{enc}_one"].shape == (None,) and f[f"{enc}_one"].encoding == enc
+    examples = list(b.as_dataset("train", read_config=IN_ORDER))
+    one = [ex["zlib_one"] for ex in examples]
+    assert sorted(len(x) for x in one) == [0, 0, 1, 1, 2, 3]  # in the order of key hashes
+    assert all(x.dtype == np.float32 for x in one)
+    for ex in examples:
+        assert ex["bytes_one_inner"].shape[1:] == (3,) and ex["bytes_one_mid"].shape[0] == 2
+        assert ex["zlib_several_known"].shape[1] == 2
+
+
+def _copy_dir(tmp_path: Path, name: str, edit_features: Any = None, edit_info: Any = None) -> Path:
+    data = tmp_path / name
+    shutil.copytree(DIRS[name], data)
+    for file, edit in (("features.json", edit_features), ("dataset_info.json", edit_info)):
+        if edit is not None:
+            content = json.loads((data / file).read_text())
+            edit(content)
+            (data / file).write_text(json.dumps(content))
+    return data
+
+
+def _tensor(feats: dict[str, Any], key: str) -> dict[str, Any]:
+    tensor: dict[str, Any] = feats["featuresDict"]["features"][key]["tensor"]
+    return tensor
+
+
+def test_a_decoding_error_names_the_feature_file_and_record(tmp_path: Path) -> None:
+    def wrong_shape(feats: dict[str, Any]) -> None:
+        _tensor(feats, "bytes_static")["shape"]["dimensions"] = ["4", "3"]
+
+    b = tfds.builder_from_directory(_copy_dir(tmp_path, "tfl_tensors", wrong_shape))
+    shard = b.info.splits["train"].filepaths[0]
+    with pytest.raises(tfr.ParseError) as err:
+        list(b.as_dataset("train", read_config=IN_ORDER))
+    assert err.value.key == "bytes_static" and err.value.path == shard
+    assert err.value.index == 0 and err.value.offset == 0
+    assert "feature 'bytes_static'" in str(err.value) and shard in str(err.value)
+    src = b.as_data_source("train", index_dir=str(tmp_path / "idx"))
+    with pytest.raises(tfr.ParseError) as err:
+        src[3]
+    assert (err.value.key, err.value.path, err.value.index) == ("bytes_static", shard, 3)
+    with pytest.raises(tfr.ParseError) as err:
+        src[2:5]
+    assert (err.value.key, err.value.path, err.value.index) == ("bytes_static", shard, 2)
+
+
+# --------------------------------------------------------------------------- shard lengths
+
+
+@pytest.mark.parametrize("split", ["train[:31]", "train[:50%]", "train[30:40]"])
+def test_wrong_shard_lengths_with_the_right_total_are_caught(
+    tmp_path: Path, monkeypatch: Any, split: str
+) -> None:
+    monkeypatch.setenv("TFRECORD_LITE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def shift(info: dict[str, Any]) -> None:
+        train = next(s for s in info["splits"] if s["name"] == "train")
+        assert train["shardLengths"] == ["34", "35", "34"]
+        train["shardLengths"] = ["30", "39", "34"]
+
+    b = tfds.builder_from_directory(_copy_dir(tmp_path, "tfl_tabular", edit_info=shift))
+    with pytest.raises(tfr.StaleIndexError, match="holds 34 records, dataset_info.json says 30"):
+        list(b.as_dataset(split))
+    with pytest.raises(tfr.StaleIndexError):
+        b.as_data_source("train")[0]
+    assert len(list(b.as_dataset("train"))) == 103  # the whole split: every record, as TFDS
+    assert len(list(b.as_dataset("test[:5]"))) == 5  # the other splits are intact
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+def test_a_shard_linked_from_outside_the_directory_is_refused(tmp_path: Path) -> None:
+    data = _copy_dir(tmp_path, "tfl_tabular")
+    shard = Path(tfds.builder_from_directory(data).info.splits["test"].filepaths[1])
+    outside = tmp_path / "elsewhere.tfrecord"
+    shutil.move(str(shard), outside)
+    shard.symlink_to(outside)
+    b = tfds.builder_from_directory(data)
+    with pytest.raises(ValueError, match="outside the dataset directory"):
+        b.as_dataset("test")
+    with pytest.raises(ValueError, match="outside the dataset directory"):
+        b.as_data_source("test")
+    assert len(list(b.as_dataset("train"))) == 103
+    inside = data / "renamed.tfrecord"  # a link inside the directory is fine
+    shutil.move(str(outside), inside)
+    shard.unlink()
+    shard.symlink_to(inside.name)
+    assert len(list(b.as_dataset("test"))) == 37
+
+
+def test_metadata_linked_from_outside_the_directory_is_refused(tmp_path: Path) -> None:
+    data = _copy_dir(tmp_path, "tfl_features")
+    labels = data / "label.labels.txt"
+    outside = tmp_path / "secret.txt"
+    shutil.move(str(labels), outside)
+    labels.symlink_to(outside)
+    with pytest.raises(ValueError, match="label.labels.txt is a symbolic link"):
+        tfds.builder_from_directory(data)
+    labels.unlink()
+    shutil.move(str(outside), labels)
+    info = data / "dataset_info.json"
+    shutil.move(str(info), tmp_path / "info.json")
+    info.symlink_to(tmp_path / "info.json")
+    with pytest.raises(ValueError, match="outside the dataset directory"):
+        tfds.builder_from_directory(data)
+

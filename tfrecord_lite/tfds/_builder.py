@@ -12,7 +12,7 @@ from .._data import TFRecordDataset
 from ._dataset_info import DatasetInfo, DatasetNotFoundError
 from ._decoder import _Decode, make_decode
 from ._features import UnsupportedFeatureError
-from ._source import DataSource
+from ._source import DataSource, open_shard
 from ._splits import check_files, file_instructions
 
 DEFAULT_CYCLE_LENGTH = 16
@@ -67,6 +67,15 @@ class Builder:
     def _decode_fn(self, decoders: Any, as_supervised: bool) -> _Decode:
         return make_decode(self.info, decoders, as_supervised)
 
+    def _check_shard_lengths(self, files: list[str]) -> None:
+        """:class:`StaleIndexError` unless each shard of the splits read holds its length."""
+        wanted = set(files)
+        for info in self.info.splits.values():
+            if wanted.isdisjoint(info.filepaths):
+                continue
+            for path, n in zip(info.filepaths, info.shard_lengths):
+                open_shard(path, n).close()
+
     def as_dataset(
         self,
         split: str,
@@ -104,6 +113,9 @@ class Builder:
             if fi.skip or fi.take != fi.num_examples
         }
         if windows:
+            # A slice is cut by the shard lengths of dataset_info.json: check that they
+            # describe the shards (their indexes are kept, so this is a header walk once).
+            self._check_shard_lengths(files)
             ds = ds._derive(windows=windows)
         if shuffle_files:
             ds = ds.shuffle_files(seed=rc.shuffle_seed)
@@ -112,7 +124,7 @@ class Builder:
             ds = ds.interleave(cycle, rc.interleave_block_length)
         # Records are parsed DECODE_BATCH at a time (one vectorized parse_example), then
         # handed out one example at a time again.
-        decode = self._decode_fn(decoders, as_supervised)
+        decode = make_decode(self.info, decoders, as_supervised, files)
         ds = ds.batch(DECODE_BATCH).map(decode.many, num_parallel_calls=num_parallel_calls)
         ds = ds.unbatch()
         if batch_size is not None:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from .._errors import TFRecordError
 from ._features import FeatureConnector
 from ._features_json import features_from_json
+from ._paths import check_inside
 
 MAX_METADATA_BYTES = 64 * 1024 * 1024
 #: Largest number of shards per split accepted from ``dataset_info.json``.
@@ -35,6 +36,7 @@ def _read_json(path: str) -> Any:
         size = os.path.getsize(path)
     except OSError as err:
         raise DatasetNotFoundError(f"cannot read {path}: {err.strerror}", path=path) from None
+    check_inside(path)
     if size > MAX_METADATA_BYTES:
         raise ValueError(f"{path}: {size} bytes, more than the {MAX_METADATA_BYTES} accepted")
     with open(path, "rb") as f:

@@ -17,7 +17,8 @@ does it for a batch of records (one vectorized ``parse_example``) or for one rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
@@ -32,6 +33,7 @@ from .._examples import (
     parse_example,
     parse_single_example,
 )
+from .._files import TFRecordFile
 from ._dataset_info import DatasetInfo
 from ._features import FeatureConnector, TensorInfo, UnsupportedFeatureError, _shape_str, _wire
 
@@ -247,7 +249,8 @@ class ExampleDecoder:
                 column = _cast(np.asarray(cols[leaf.key]).reshape((n, *info.shape)), info.dtype)
                 values = list(column)
                 if leaf.key not in self.skip and leaf.connector.needs_decoding:
-                    values = [_to_numpy(leaf.connector.decode(v)) for v in values]
+                    with _naming(leaf.key):
+                        values = [_to_numpy(leaf.connector.decode(v)) for v in values]
             else:
                 values = slow_values[leaf.key]
             finals.append((leaf.path, values))
@@ -272,7 +275,8 @@ class ExampleDecoder:
         else:
             value = _deserialize(leaf.key, parsed, leaf.info)
         if leaf.key not in self.skip and leaf.connector.needs_decoding:
-            value = _decode_ranked(leaf.connector, value, leaf.rank)
+            with _naming(leaf.key):
+                value = _decode_ranked(leaf.connector, value, leaf.rank)
         return _to_numpy(value)
 
     def decode_one(self, record: bytes) -> dict[str, Any]:
@@ -461,24 +465,73 @@ def _decoder_skips(decoders: Any, features: FeatureConnector) -> frozenset[str]:
     return frozenset(out)
 
 
-class _Decode:
-    """Picklable record(s) -> example(s) functions (with the optional supervised tuple)."""
+@contextlib.contextmanager
+def _naming(key: str) -> Iterator[None]:
+    """A connector's decoding error, with the feature it belongs to."""
+    try:
+        yield
+    except ParseError as err:
+        if err.key is not None:
+            raise
+        raise ParseError(f"feature {key!r}: {err.message}", key=key) from None
 
-    def __init__(self, decoder: ExampleDecoder, supervised: Optional[tuple[Any, ...]]) -> None:
+
+class _Decode:
+    """Picklable record(s) -> example(s) functions (with the optional supervised tuple).
+
+    ``files`` are the shards the records come from: a record that cannot be decoded
+    is looked up in them (on that error only), so the error names its file, index
+    and byte offset.
+    """
+
+    def __init__(
+        self,
+        decoder: ExampleDecoder,
+        supervised: Optional[tuple[Any, ...]],
+        files: Sequence[str] = (),
+    ) -> None:
         self.decoder = decoder
         self.supervised = supervised
+        self.files = list(files)
 
     def __call__(self, record: bytes) -> Any:
-        example = self.decoder.decode_one(record)
+        try:
+            example = self.decoder.decode_one(record)
+        except ParseError as err:
+            raise self.located(err, record) from None
         if self.supervised is not None:
             return _select(example, self.supervised)
         return example
 
     def many(self, records: list[bytes]) -> list[Any]:
-        examples = self.decoder.decode_batch(records)
+        try:
+            examples = self.decoder.decode_batch(records)
+        except ParseError as err:
+            for record in records:  # which one: decode them one at a time
+                try:
+                    self.decoder.decode_one(record)
+                except ParseError as one:
+                    raise self.located(one, record) from None
+            raise self.located(err, b"") from None
         if self.supervised is not None:
             return [_select(e, self.supervised) for e in examples]
         return examples
+
+    def located(self, err: ParseError, record: bytes) -> ParseError:
+        """``err`` naming the file, index and offset of ``record`` among ``files``."""
+        if err.path is not None or not record:
+            return err
+        for path in self.files:
+            f = TFRecordFile(path, compression="")
+            try:
+                for i, data in enumerate(f):
+                    if data == record:
+                        return ParseError(
+                            err.message, key=err.key, path=path, index=i, offset=int(f.offsets[i])
+                        )
+            finally:
+                f.close()
+        return err
 
     def reference(self, record: bytes) -> Any:
         """The slow path through ``parse_single_example`` with TFDS's own specs (for tests)."""
@@ -496,7 +549,9 @@ def _select(example: dict[str, Any], keys: Any) -> Any:
     return example[keys]
 
 
-def make_decode(info: DatasetInfo, decoders: Any, as_supervised: bool) -> _Decode:
+def make_decode(
+    info: DatasetInfo, decoders: Any, as_supervised: bool, files: Sequence[str] = ()
+) -> _Decode:
     """The record(s) -> example(s) function of a dataset, with ``decoders`` and ``as_supervised``."""
     supervised = None
     if as_supervised:
@@ -507,4 +562,4 @@ def make_decode(info: DatasetInfo, decoders: Any, as_supervised: bool) -> _Decod
             )
         supervised = info.supervised_keys
     skips = _decoder_skips(decoders, info.features)
-    return _Decode(ExampleDecoder(info.features, skips), supervised)
+    return _Decode(ExampleDecoder(info.features, skips), supervised, files)

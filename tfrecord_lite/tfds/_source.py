@@ -15,10 +15,11 @@ from typing import Any, Optional, Protocol
 
 import numpy as np
 
+from .._errors import ParseError
 from .._files import StaleIndexError, TFRecordFile, create_index, find_index
 from ._dataset_info import DatasetInfo
 from ._decoder import make_decode
-from ._splits import FileInstruction, check_files, file_instructions
+from ._splits import check_files, file_instructions
 
 
 class Prepared(Protocol):
@@ -26,6 +27,57 @@ class Prepared(Protocol):
 
     data_dir: str
     info: DatasetInfo
+
+
+def open_shard(path: str, num_examples: int, index_dir: Optional[str] = None) -> TFRecordFile:
+    """The shard at ``path`` for random access, checked to hold ``num_examples`` records.
+
+    Its index is ``<shard>.index`` if present, else one built once (a streaming pass
+    over the record headers) and kept in ``index_dir`` (default: ``_cache_dir()``);
+    if that is not writable, it is kept in memory. :class:`StaleIndexError` if the
+    shard holds another number of records than ``dataset_info.json`` says.
+    """
+    index = find_index(path)
+    f: Optional[TFRecordFile] = None
+    if index is None:
+        index = _cached_index(path, index_dir)
+    if index is not None:
+        try:
+            f = TFRecordFile(path, index, compression="")
+        except StaleIndexError:
+            f = None
+            cached = _cached_index(path, index_dir, rebuild=True)
+            if cached is not None:
+                f = TFRecordFile(path, cached, compression="")
+    if f is None:
+        f = TFRecordFile(path, compression="")  # index kept in memory
+    if len(f) != num_examples:
+        n = len(f)
+        f.close()
+        raise StaleIndexError(
+            f"{path} holds {n} records, dataset_info.json says {num_examples} (its "
+            "shardLengths do not describe the shards: re-prepare the dataset)",
+            path=path,
+        )
+    return f
+
+
+def _cached_index(path: str, index_dir: Optional[str], rebuild: bool = False) -> Optional[str]:
+    base = index_dir or _cache_dir()
+    key = hashlib.sha256(os.path.dirname(os.path.abspath(path)).encode()).hexdigest()[:20]
+    folder = os.path.join(base, key)
+    index = os.path.join(folder, os.path.basename(path) + ".index")
+    if os.path.isfile(index) and not rebuild:
+        try:
+            if os.path.getmtime(index) >= os.path.getmtime(path):
+                return index
+        except OSError:
+            pass
+    try:
+        os.makedirs(folder, exist_ok=True)
+        return create_index(path, index, compression="")
+    except OSError:
+        return None
 
 
 def _cache_dir() -> str:
@@ -58,8 +110,9 @@ class DataSource(_Seq[Any]):
         self.data_dir = builder.data_dir
         self.split = split
         self.index_dir = index_dir
-        self._decode = make_decode(builder.info, decoders, as_supervised)
         self._instructions = file_instructions(split, builder.info.splits)
+        files = [fi.filename for fi in self._instructions]
+        self._decode = make_decode(builder.info, decoders, as_supervised, files)
         check_files([fi.filename for fi in self._instructions])
         starts = [0]
         for fi in self._instructions:
@@ -77,49 +130,10 @@ class DataSource(_Seq[Any]):
             with self._lock:
                 f = self._files.get(k)
                 if f is None:
-                    f = self._open(self._instructions[k])
+                    fi = self._instructions[k]
+                    f = open_shard(fi.filename, fi.num_examples, self.index_dir)
                     self._files[k] = f
         return f
-
-    def _open(self, fi: FileInstruction) -> TFRecordFile:
-        path = fi.filename
-        index = find_index(path)
-        f: Optional[TFRecordFile] = None
-        if index is None:
-            index = self._cached_index(path)
-        if index is not None:
-            try:
-                f = TFRecordFile(path, index, compression="")
-            except StaleIndexError:
-                f = None
-                cached = self._cached_index(path, rebuild=True)
-                if cached is not None:
-                    f = TFRecordFile(path, cached, compression="")
-        if f is None:
-            f = TFRecordFile(path, compression="")  # index kept in memory
-        if len(f) != fi.num_examples:
-            raise StaleIndexError(
-                f"{path} holds {len(f)} records, dataset_info.json says {fi.num_examples}",
-                path=path,
-            )
-        return f
-
-    def _cached_index(self, path: str, rebuild: bool = False) -> Optional[str]:
-        base = self.index_dir or _cache_dir()
-        key = hashlib.sha256(os.path.dirname(os.path.abspath(path)).encode()).hexdigest()[:20]
-        folder = os.path.join(base, key)
-        index = os.path.join(folder, os.path.basename(path) + ".index")
-        if os.path.isfile(index) and not rebuild:
-            try:
-                if os.path.getmtime(index) >= os.path.getmtime(path):
-                    return index
-            except OSError:
-                pass
-        try:
-            os.makedirs(folder, exist_ok=True)
-            return create_index(path, index, compression="")
-        except OSError:
-            return None
 
     def _locate(self, i: int) -> tuple[int, int]:
         k = bisect.bisect_right(self._starts, i) - 1
@@ -141,7 +155,15 @@ class DataSource(_Seq[Any]):
             return self.__getitems__(range(*i.indices(len(self))))
         if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
             k, r = self._locate(self._norm(i))
-            return self._decode(self._file(k)[r])
+            f = self._file(k)
+            try:
+                return self._decode(f[r])
+            except ParseError as err:
+                if err.path is not None:
+                    raise
+                raise ParseError(
+                    err.message, key=err.key, path=f.path, index=r, offset=int(f.offsets[r])
+                ) from None
         if isinstance(i, (str, bytes)):
             raise TypeError(f"indices must be integers, slices or lists, not {type(i).__name__}")
         return self.__getitems__(list(i))

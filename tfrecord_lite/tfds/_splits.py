@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ._dataset_info import DatasetNotFoundError, SplitInfo
+from ._paths import check_inside
 
 
 class FileInstruction(NamedTuple):
@@ -117,8 +118,12 @@ def file_instructions(split: str, splits: Mapping[str, SplitInfo]) -> list[FileI
 
 
 def check_files(files: list[str]) -> None:
-    """Raise :class:`DatasetNotFoundError` if a shard file named in the metadata is missing."""
+    """Raise :class:`DatasetNotFoundError` if a shard file named in the metadata is missing,
+    ``ValueError`` if one is a link out of the dataset directory."""
     missing = [f for f in files if not os.path.isfile(f)]
+    for f in files:
+        if f not in missing:
+            check_inside(f)
     if missing:
         raise DatasetNotFoundError(
             f"{len(missing)} shard file(s) named in dataset_info.json are missing, e.g. "

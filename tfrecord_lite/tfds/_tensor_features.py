@@ -17,7 +17,9 @@ from ._features import (
     Shape,
     TensorInfo,
     UnsupportedFeatureError,
+    _shape_str,
 )
+from ._paths import check_inside
 
 MAX_DECODED_BYTES = 1 << 31
 
@@ -51,7 +53,14 @@ class Tensor(LeafConnector):
         return value
 
     def decode(self, value: Any) -> Any:
-        """Decode one serialized value (sequence rank 0)."""
+        """Decode one serialized value (sequence rank 0).
+
+        With ``encoding="bytes"`` / ``"zlib"`` TFDS stores the array's raw bytes (zlib
+        compressed), and the shape as it can: none when every dimension is known;
+        none either when exactly one is unknown (it is what the byte count leaves, as
+        ``tf.reshape(value, [.., -1, ..])``); beside the bytes (``shape``) when several
+        are unknown (the declared dimensions win over the stored ones).
+        """
         if self.encoding == "none":
             return value
         if self._dynamic:
@@ -60,27 +69,27 @@ class Tensor(LeafConnector):
             if len(stored) != len(self._shape):
                 raise ParseError(f"encoded tensor: stored shape {stored} has the wrong rank")
             shape = [s if d is None else d for s, d in zip(stored, self._shape)]
+            if any(d < 0 for d in shape):
+                raise ParseError(f"encoded tensor: negative dimension in stored shape {shape}")
         else:
             raw = value
-            shape = [int(d) for d in self._shape if d is not None]
-        if any(d < 0 for d in shape):
-            raise ParseError(f"encoded tensor: negative dimension in stored shape {shape}")
-        size = int(np.prod(shape, dtype=np.float64)) * self._dtype.itemsize
-        if size > MAX_DECODED_BYTES:
-            raise ParseError(f"encoded tensor: shape {shape} claims {size} bytes")
+            shape = [-1 if d is None else int(d) for d in self._shape]
         data = raw if isinstance(raw, bytes) else bytes(np.asarray(raw).item())
+        item = self._dtype.itemsize
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.float64)) * item
+        size: Optional[int] = None if -1 in shape else known
+        if size is not None and size > MAX_DECODED_BYTES:
+            raise ParseError(f"encoded tensor: shape {shape} claims {size} bytes")
         if self.encoding == "zlib":
-            d = zlib.decompressobj()
-            try:
-                out = d.decompress(data, size + 1)
-            except zlib.error as err:
-                raise ParseError(f"encoded tensor: bad zlib data ({err})") from None
-            if not d.eof or len(out) != size:
+            data = _inflate(data, size, shape)
+        if size is None:  # one unknown dimension: what the bytes leave
+            if known == 0 or len(data) % known:
                 raise ParseError(
-                    f"encoded tensor: zlib data does not hold the {size} bytes of shape {shape}"
+                    f"encoded tensor: {len(data)} bytes are not a whole number of rows of "
+                    f"shape {_shape_str(self._shape)} of {self._dtype}"
                 )
-            data = out
-        if len(data) != size:
+            shape[shape.index(-1)] = len(data) // known
+        elif len(data) != size:
             raise ParseError(
                 f"encoded tensor: {len(data)} bytes do not hold shape {shape} of {self._dtype}"
             )
@@ -180,6 +189,7 @@ class ClassLabel(Tensor):
         path = os.path.join(data_dir, f"{name}.labels.txt")
         if not os.path.isfile(path):
             return
+        check_inside(path)
         if os.path.getsize(path) > 1 << 28:
             raise ValueError(f"{path}: class names file is too large")
         with open(path, encoding="utf-8") as f:
@@ -209,3 +219,22 @@ class Audio(Tensor):
     ) -> None:
         super().__init__(shape=shape, dtype=dtype, encoding=encoding)
         self.sample_rate = sample_rate
+
+
+def _inflate(data: bytes, size: Optional[int], shape: list[int]) -> bytes:
+    """zlib data inflated: exactly ``size`` bytes, or at most ``MAX_DECODED_BYTES`` if unknown."""
+    limit = MAX_DECODED_BYTES if size is None else size
+    d = zlib.decompressobj()
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as err:
+        raise ParseError(f"encoded tensor: bad zlib data ({err})") from None
+    if size is None and len(out) > limit:
+        raise ParseError(f"encoded tensor: zlib data inflates past {limit} bytes")
+    if not d.eof or (size is not None and len(out) != size):
+        raise ParseError(
+            f"encoded tensor: zlib data does not hold the {size} bytes of shape {shape}"
+            if size is not None
+            else "encoded tensor: zlib data is cut short"
+        )
+    return out

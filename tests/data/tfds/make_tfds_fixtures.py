@@ -279,10 +279,68 @@ class TflDigits(tfds.core.GeneratorBasedBuilder):
             yield i, {"image": img, "label": i % 10}
 
 
+class TflTensors(tfds.core.GeneratorBasedBuilder):
+    """Every shape form TFDS stores an encoded Tensor in, for encoding bytes and zlib.
+
+    All dimensions known: the raw bytes alone. Exactly one unknown: the raw bytes
+    alone too (the dimension is what the byte count leaves). Several unknown: the
+    bytes and a ``shape`` feature beside them.
+    """
+
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES: ClassVar[dict[str, str]] = {"1.0.0": "Fixture for tfrecord_lite."}
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        F = tfds.features
+        features: dict[str, Any] = {}
+        for enc in ("bytes", "zlib"):
+            features.update(
+                {
+                    f"{enc}_static": F.Tensor(shape=(2, 3), dtype=np.int16, encoding=enc),
+                    f"{enc}_one": F.Tensor(shape=(None,), dtype=np.float32, encoding=enc),
+                    f"{enc}_one_inner": F.Tensor(shape=(None, 3), dtype=np.uint8, encoding=enc),
+                    f"{enc}_one_mid": F.Tensor(shape=(2, None, 2), dtype=np.int32, encoding=enc),
+                    f"{enc}_several": F.Tensor(
+                        shape=(None, None), dtype=np.float64, encoding=enc
+                    ),
+                    f"{enc}_several_known": F.Tensor(
+                        shape=(None, 2, None), dtype=np.int64, encoding=enc
+                    ),
+                }
+            )
+        return tfds.core.DatasetInfo(
+            builder=self,
+            description="Encoded tensors of every shape form.",
+            features=F.FeaturesDict(features),
+        )
+
+    def _split_generators(self, dl_manager: Any) -> dict[str, Any]:
+        return {"train": self._generate_examples(6)}
+
+    def _generate_examples(self, n: int) -> Any:
+        rng = np.random.default_rng(77)
+        for i in range(n):
+            k, m = i % 4, int(rng.integers(0, 3))  # unknown sizes, zero included
+            example: dict[str, Any] = {}
+            for enc in ("bytes", "zlib"):
+                example.update(
+                    {
+                        f"{enc}_static": rng.integers(-999, 999, size=(2, 3)).astype(np.int16),
+                        f"{enc}_one": rng.normal(size=k).astype(np.float32),
+                        f"{enc}_one_inner": rng.integers(0, 256, size=(k, 3)).astype(np.uint8),
+                        f"{enc}_one_mid": rng.integers(-9, 9, size=(2, m, 2)).astype(np.int32),
+                        f"{enc}_several": rng.normal(size=(k, m)),
+                        f"{enc}_several_known": rng.integers(-(2**40), 2**40, size=(m, 2, k)),
+                    }
+                )
+            yield i, example
+
+
 BUILDERS = {
     "tfl_features": (TflFeatures, {}, 1),
     "tfl_tabular": (TflTabular, {}, 3),
     "tfl_digits": (TflDigits, {"config": "small"}, 2),
+    "tfl_tensors": (TflTensors, {}, 1),
 }
 
 # --------------------------------------------------------------------------- reference
