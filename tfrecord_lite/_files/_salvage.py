@@ -26,10 +26,11 @@ from .._record import (
     data_ok,
     next_header,
 )
-from ._handles import open_binary, remaining_size
+from . import _stream
+from ._handles import close_quietly, open_binary, remaining_size
 from ._inflate import StreamEnd, inflate
 from ._sniff import detect_compression
-from ._stream import READ_BLOCK_SIZE
+from ._stream import DEFAULT_MAX_COMPRESSED_RECORD, READ_BLOCK_SIZE
 
 __all__ = [
     "Damage",
@@ -174,7 +175,12 @@ class _Salvager:
                 return
 
 
-def salvage(chunks: Iterable[Buffer], *, stream_size: Optional[int] = None) -> Iterator[Item]:
+def salvage(
+    chunks: Iterable[Buffer],
+    *,
+    stream_size: Optional[int] = None,
+    max_buffered: Optional[int] = DEFAULT_MAX_COMPRESSED_RECORD,
+) -> Iterator[Item]:
     """Yield the intact records of a stream given as chunks, and each damaged span.
 
     ``chunks`` is the (decompressed) stream in pieces of any size; ``stream_size``
@@ -185,9 +191,18 @@ def salvage(chunks: Iterable[Buffer], *, stream_size: Optional[int] = None) -> I
     damaged compressed stream) ends the stream: it is yielded as a final
     :class:`Damage` after every record before it. This is the decoder's
     ``on_error="skip"`` mode, seen as a list of events.
+
+    ``max_buffered`` (default: the GZIP/ZLIB readers' bound, 256 MiB) bounds the
+    bytes of one record held while it arrives, whatever ``stream_size`` says: a
+    record whose length claims more is a final :class:`Damage` (a
+    :class:`~tfrecord_lite.RecordTooLargeError`) once that many of its bytes have
+    come, and the rest of the stream is not read (skipping it would mean inflating
+    everything it claims: a deflate bomb's gigabytes). ``None``: no bound (a plain
+    file, whose size bounds every record).
     """
     s = _Salvager(stream_size)
     decoder = s.decoder
+    decoder._soft_limit = max_buffered
     source = iter(chunks)
     while True:
         try:
@@ -209,6 +224,10 @@ def salvage(chunks: Iterable[Buffer], *, stream_size: Optional[int] = None) -> I
             break
         decoder.feed(chunk)
         yield from s.drain()
+        if decoder._skip is not None and decoder._skip.reason == "too-large":
+            close_quietly(source)  # the record over the bound ends the stream here
+            yield from s.items(decoder.close())
+            return
     yield from s.drain()
     yield from s.items(decoder.close())
 
@@ -280,7 +299,8 @@ def salvage_file(
             info.file_size = size
         blocks = _file_blocks(f, first, on_bytes)
         chunks: Iterator[bytes] = _inflated(blocks, comp, name) if comp else blocks
-        for item in salvage(chunks, stream_size=None if comp else size):
+        bound = _stream.DEFAULT_MAX_COMPRESSED_RECORD if comp else None
+        for item in salvage(chunks, stream_size=None if comp else size, max_buffered=bound):
             if isinstance(item, Damage):
                 err = item.error
                 if err.path is None:
