@@ -930,11 +930,6 @@ def test_dropped_writer_finishes_its_file(tfr_path: pathlib.Path) -> None:
     assert read_all(tfr_path) == [b"unclosed"]
 
 
-def test_writer_to_a_missing_directory_fails(tmp_path: pathlib.Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        tfr.TFRecordWriter(tmp_path / "no" / "such" / "dir.tfrecord")
-
-
 def test_urls_go_through_fsspec() -> None:
     # peers.md #8: gs://, s3://, ... through fsspec (the memory:// filesystem here).
     pytest.importorskip("fsspec")

@@ -172,9 +172,11 @@ def test_argument_errors(tmp_path):
 
 
 def test_failed_construction_leaves_no_files(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        ShardedWriter(tmp_path / "missing-dir" / "x", 3)
-    assert os.listdir(tmp_path) == []
+    (tmp_path / "blocked").write_bytes(b"")  # a file where the folder should be
+    with pytest.raises(FileExistsError, match="cannot create the folder"):
+        ShardedWriter(tmp_path / "blocked" / "x", 3)
+    assert os.listdir(tmp_path) == ["blocked"]
+    os.remove(tmp_path / "blocked")
     (tmp_path / ".y-00002.inprogress").mkdir()  # the third shard cannot be created
     with pytest.raises(OSError):
         ShardedWriter(tmp_path / "y", 3)

@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import stat
+from collections.abc import Iterator
 from typing import IO, Optional, TypeVar, Union
 
 from . import _fs
@@ -19,8 +20,10 @@ from . import _fs
 __all__ = [
     "Closing",
     "close_quietly",
+    "create_parent",
     "describe",
     "is_local_file",
+    "named_for",
     "open_binary",
     "remaining_size",
     "start_position",
@@ -116,3 +119,35 @@ class Closing:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def create_parent(path: str) -> None:
+    """Create the missing folders above the local file ``path`` (object stores need none).
+
+    A folder that cannot be made (a file in the way, no permission) is an ``OSError``
+    of the same kind that names ``path``, the file the caller asked for.
+    """
+    if _fs.is_url(path):
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as err:
+        raise type(err)(
+            err.errno, f"cannot create the folder {parent!r} to write it: {err.strerror}", path
+        ) from None
+
+
+@contextlib.contextmanager
+def named_for(path: str, hidden: str) -> Iterator[None]:
+    """An ``OSError`` about ``hidden`` (a temporary name the user never chose) re-raised
+    naming ``path``, the user's, with the hidden name told after."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None or os.fspath(err.filename) != os.fspath(hidden):
+            raise
+        detail = err.strerror or str(err)
+        raise type(err)(
+            err.errno, f"{detail} (writing its temporary file {str(hidden)!r})", str(path)
+        ) from None

@@ -52,6 +52,7 @@ import numpy as np
 from .._errors import ClosedError
 from .._record import RECORD_OVERHEAD, as_buffer
 from . import _fs
+from ._handles import named_for
 from ._index import write_index
 from ._options import TFRecordOptions
 from ._paths import shard_name
@@ -102,6 +103,9 @@ class ShardedWriter:
     ...         w.write(example.SerializeToString())
     >>> w.paths                                                                   # doctest: +SKIP
     ['out/train-00000-of-00004', ..., 'out/train-00003-of-00004']
+
+    Missing local folders above ``prefix`` are created (object-store prefixes need
+    none); an error writing a shard names ``prefix``, not the hidden temporary name.
 
     Give exactly one of ``num_shards`` or (``records_per_shard`` and/or
     ``max_bytes_per_shard``); see the module documentation. ``compression`` /
@@ -186,7 +190,9 @@ class ShardedWriter:
                 final = shard_name(self.prefix, i, self._num_shards) + self.suffix
                 return _Shard(final, self._options, self.write_index, atomic=True)
             return _Shard(self._tmp_name(i), self._options, self.write_index, atomic=True)
-        return _Shard(self._tmp_name(i), self._options, self.write_index)
+        tmp = self._tmp_name(i)
+        with named_for(self.prefix, tmp):  # an error names the prefix, not the hidden name
+            return _Shard(tmp, self._options, self.write_index)
 
     def write(self, record: Record, shard: Optional[int] = None) -> None:
         """Append one record; ``shard`` picks the shard (only with ``num_shards``)."""

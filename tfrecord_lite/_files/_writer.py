@@ -30,7 +30,7 @@ from .._record import (
 )
 from . import _fs
 from ._append import copy_for_append, prepare_append
-from ._handles import close_quietly, describe, open_binary, write_all
+from ._handles import close_quietly, create_parent, describe, named_for, open_binary, write_all
 from ._options import TFRecordOptions, as_options
 from ._paths import PathOrFile, is_file_object
 
@@ -54,6 +54,9 @@ class TFRecordWriter:
     open binary file object (written from its current position and left open by
     :meth:`close`). ``compression`` is ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` or a
     :class:`TFRecordOptions`; ``options=`` is accepted as TensorFlow's keyword.
+
+    A local ``path`` whose folders do not exist yet gets them (object-store prefixes
+    need none); a folder that cannot be made is an ``OSError`` naming ``path``.
 
     Crash safety:
 
@@ -137,13 +140,19 @@ class TFRecordWriter:
                 self._file = out.file
                 self._final_path = target
             elif append:
+                create_parent(target)
                 self.repaired = prepare_append(target, self.compression, repair)
                 self._file = open_binary(target, "ab", buffering=0)
             elif atomic:
-                self._tmp_path = _temp_path(target)
-                self._file = open_binary(self._tmp_path, "xb", buffering=0)
+                create_parent(target)
+                tmp = _temp_path(target)
+                with named_for(target, tmp):
+                    self._file = open_binary(tmp, "xb", buffering=0)
+                self._tmp_path = tmp
                 self._final_path = target
             else:
+                if not _fs.is_url(target):
+                    create_parent(target)
                 self._file = open_binary(target, "wb", buffering=0)
         else:
             if atomic or append:
