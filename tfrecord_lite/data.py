@@ -8,8 +8,11 @@ TF2 guide's parallel read ports as it is::
                           num_parallel_calls=tfr.data.AUTOTUNE)
 
 Elements are NumPy values (no ``.numpy()`` needed). ``tfr.data.experimental`` holds
-``AUTOTUNE``, ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY`` and ``cardinality``.
+``AUTOTUNE``, ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY``, ``cardinality`` and
+``ignore_errors``.
 """
+
+from typing import Callable
 
 from ._data import (
     AUTOTUNE,
@@ -34,6 +37,12 @@ class experimental:
     def cardinality(dataset: Dataset) -> int:
         """``tf.data.experimental.cardinality(dataset)``: ``dataset.cardinality()``."""
         return dataset.cardinality()
+
+    @staticmethod
+    def ignore_errors(log_warning: bool = False) -> Callable[[Dataset], Dataset]:
+        """``tf.data.experimental.ignore_errors()``, for ``dataset.apply(...)``:
+        ``dataset.ignore_errors(log_warning)``."""
+        return lambda dataset: dataset.ignore_errors(log_warning)
 
 
 __all__ = [

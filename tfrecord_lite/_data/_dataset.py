@@ -27,12 +27,13 @@ from ._op import (
     _threads,
 )
 from ._ops_batch import _Batch, _PaddedBatch, _RawBatch, _Unbatch
+from ._ops_errors import _IgnoreErrors
 from ._ops_interleave import _Interleave
 from ._ops_map import _Enumerate, _Filter, _Map
 from ._ops_parse import _Parse, _ParseBatch, _ParseSequence
 from ._ops_shuffle import _seed_entropy, _Shuffle
 from ._ops_slice import _ElementShard, _Repeat, _Skip, _Take
-from ._plan import _plan
+from ._plan import _plan, ignoring
 from ._prefetch import _Prefetch
 from ._slices import _Slices
 from ._source import _Source
@@ -139,6 +140,9 @@ class Dataset:
     ) -> Iterator[Any]:
         source = self._source
         ops = _plan(self._ops, isinstance(source, _Source))
+        skip = ignoring(self._ops)
+        if skip is not None and isinstance(source, _Source) and source.on_error == "raise":
+            source = source.copy(on_error=skip)
 
         first = ops[0] if ops else None
         lists = isinstance(source, _Source) and isinstance(first, (_RawBatch, _ParseBatch))
@@ -414,6 +418,20 @@ class Dataset:
         if size == 0:
             return self._derive()
         return self._derive(_Prefetch(size))
+
+    def ignore_errors(self: _D, log_warning: bool = False, name: Optional[str] = None) -> _D:
+        """Drop the elements whose making raised an error, as tf.data's ``ignore_errors``.
+
+        Everything before it in the chain skips instead of raising: the files'
+        damaged records are skipped (as ``TFRecordDataset(..., on_error="skip")``;
+        ``"warn"`` with ``log_warning``), and an element that ``map``, ``filter``,
+        ``parse``, ``parse_sequence``, ``batch`` or ``padded_batch`` fails on is
+        dropped (for the batching ops, the whole batch). Those ops then run element
+        by element (a chain without ``ignore_errors`` keeps its fast paths). With
+        ``log_warning=True`` each drop is a :class:`~tfrecord_lite.SkippedDataWarning`
+        naming the error.
+        """
+        return self._derive(_IgnoreErrors(bool(log_warning)))
 
     def __repr__(self) -> str:
         return ".".join([self._source.describe(), *(op.describe() for op in self._ops)])

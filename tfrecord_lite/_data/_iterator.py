@@ -18,6 +18,10 @@ def _collided(err: ValueError) -> bool:
     return (tb is None or tb.tb_next is None) and str(err) == "generator already executing"
 
 
+#: What :meth:`_DatasetIterator._step` returns when another thread is inside the generator.
+_COLLIDED = object()
+
+
 class _DatasetIterator:
     """One epoch's iterator. ``close()`` (or leaving the loop) stops its threads and files.
 
@@ -36,8 +40,24 @@ class _DatasetIterator:
         return self
 
     def __next__(self) -> Any:
-        if self._shared:
-            return self._next_locked()
+        if not self._shared:
+            x = self._step()
+            if x is not _COLLIDED:
+                return x
+            self._shared = True
+        return self._next_locked()
+
+    def _next_locked(self) -> Any:
+        with self._lock:
+            while True:
+                x = self._step()
+                if x is not _COLLIDED:
+                    return x
+                time.sleep(0)  # a call begun before the lock was in use: let it end
+
+    def _step(self) -> Any:
+        """The next element, or :data:`_COLLIDED` when another thread is inside the
+        generator (StopIteration at the end, or once the epoch ended)."""
         it = self._it
         if it is None:
             raise StopIteration
@@ -45,31 +65,12 @@ class _DatasetIterator:
             return next(it)
         except ValueError as err:
             if _collided(err):
-                self._shared = True
-                return self._next_locked()
+                return _COLLIDED
             self._end(it)
             raise
         except BaseException:
             self._end(it)
             raise
-
-    def _next_locked(self) -> Any:
-        with self._lock:
-            while True:
-                it = self._it
-                if it is None:
-                    raise StopIteration
-                try:
-                    return next(it)
-                except ValueError as err:
-                    if _collided(err):  # a call begun before the lock was in use
-                        time.sleep(0)
-                        continue
-                    self._end(it)
-                    raise
-                except BaseException:
-                    self._end(it)
-                    raise
 
     def _end(self, it: Iterator[Any]) -> None:
         """The epoch ends with an error: every thread's next ``__next__`` stops."""

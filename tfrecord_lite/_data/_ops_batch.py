@@ -3,7 +3,6 @@ files' lists of records), ``padded_batch`` and ``unbatch``."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
@@ -36,8 +35,12 @@ class _Batch(_Op):
             return _rebatched(items, self.batch_size, self.drop_remainder)
         return _chunks(items, self.batch_size, self.drop_remainder)
 
+    def collate(self, items: Sequence[Any]) -> Any:
+        """One batch of ``items``, as :func:`collate` makes it with this op's ``ragged``."""
+        return collate(items, ragged=self.ragged)
+
     def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return _mapped(functools.partial(collate, ragged=self.ragged), self.batches(upstream(key)))
+        return _mapped(self.collate, self.batches(upstream(key)))
 
     def describe(self) -> str:
         return f"batch({self.batch_size}, drop_remainder={self.drop_remainder})"

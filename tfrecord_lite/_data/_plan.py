@@ -3,15 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, cast
 
 from ._op import _Op
 from ._ops_batch import _Batch, _RawBatch
+from ._ops_errors import _IgnoreErrors, _skipping_op
 from ._ops_map import _Filter
 from ._ops_parse import _Parse, _ParseBatch
 
 
 def _plan(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
+    """The chain to run: the ops before the last ``ignore_errors()`` in skipping mode
+    (see :mod:`._ops_errors`), the others rewritten for speed by :func:`_fused`."""
+    last = _last_ignore(ops)
+    if last < 0:
+        return _fused(ops, records)
+    log_warning = cast(_IgnoreErrors, ops[last]).log_warning
+    before = [
+        _skipping_op(op, log_warning) for op in ops[:last] if not isinstance(op, _IgnoreErrors)
+    ]
+    return before + _fused(ops[last + 1 :], records and not before)
+
+
+def _last_ignore(ops: Sequence[_Op]) -> int:
+    """The position of the last ``ignore_errors()`` in the chain, -1 if none."""
+    return max((j for j, op in enumerate(ops) if isinstance(op, _IgnoreErrors)), default=-1)
+
+
+def ignoring(ops: Sequence[_Op]) -> Optional[str]:
+    """How the files' damaged records are read: ``"skip"`` / ``"warn"`` under an
+    ``ignore_errors()`` (``log_warning`` or not), else None (as the dataset says)."""
+    last = _last_ignore(ops)
+    if last < 0:
+        return None
+    return "warn" if cast(_IgnoreErrors, ops[last]).log_warning else "skip"
+
+
+def _fused(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
     """Rewrite the chain for speed, without changing what it yields.
 
     ``parse(f)`` followed (through ops that do not look at elements: shuffle, take,

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
 from .._files import READ_BLOCK_SIZE, find_index, fs, read_batches, reader_compression
-from .._record import RecordSpans
+from .._record import RecordSpans, SkipReport, warn_skip
 from ._lists import _every_list, _flatten_lists, _window_list
 from ._op import UNKNOWN_CARDINALITY, EpochKey, _close
 from ._ops_interleave import _interleave_lists
@@ -68,6 +68,9 @@ class _Source:
         # path -> (skip, take): read only records skip..skip+take-1 of that file
         # (tfrecord_lite.tfds split slices such as "train[10%:20%]").
         self.windows: Optional[dict[str, tuple[int, int]]] = None
+        # Damaged records: "raise", or "skip" / "warn" them (reports to on_skip).
+        self.on_error = "raise"
+        self.on_skip: Optional[Callable[[SkipReport], None]] = None
 
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY  # the number of records is in the files
@@ -167,21 +170,27 @@ class _Source:
             return iter(())  # no record of this file is in this shard
         step = n // g
         r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
-        if step > 1 and self.compression in ("", "auto") and not self.windows:
+        if (
+            step > 1
+            and self.compression in ("", "auto")
+            and not self.windows
+            and self.on_error == "raise"
+        ):
             index_path = find_index(path)
             if index_path is not None:
                 return self._read_indexed(path, index_path, r0, step)
         return _every_list(self._stream(path, spans), r0, step)
 
     def _stream(self, path: str, spans: bool = False) -> Iterator[Sequence[bytes]]:
-        """The file's records (CRCs checked, errors raised), a list (or spans) at a time."""
+        """The file's records (CRCs checked, damaged ones raised or skipped), a list
+        (or spans) at a time."""
         lists = read_batches(
             fs.bind(path, None),
             reader_compression(self.compression),
             self.verify,
             self.block_size(),
-            "raise",
-            None,
+            "raise" if self.on_error == "raise" else "skip",
+            self._skip_reporter(),
             None,
             spans,
             grow=spans and self.buffer_size is None,
@@ -190,6 +199,20 @@ class _Source:
         if window is None:
             return lists
         return _window_list(lists, window[0], window[1])
+
+    def _skip_reporter(self) -> Optional[Callable[[SkipReport], None]]:
+        """Where a skipped stretch is reported: ``on_skip``, and a warning with "warn"."""
+        on_skip, warn = self.on_skip, self.on_error == "warn"
+        if self.on_error == "raise" or (warn and on_skip is None):
+            return None  # "warn" alone: the reader's default, a SkippedDataWarning each
+
+        def report(rep: SkipReport) -> None:
+            if on_skip is not None:
+                on_skip(rep)
+            if warn:
+                warn_skip(rep)
+
+        return report
 
     def _read_indexed(
         self, path: str, index_path: str, start: int, step: int

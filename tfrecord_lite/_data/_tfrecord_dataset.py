@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from .._files import READ_BLOCK_SIZE, PathOrFile, expand_paths, is_file_object, reader_compression
+from .._record import SkipReport
 from ._dataset import Dataset
 from ._op import _count, _threads
 from ._ops_parse import _Parse, _ParseSequence
@@ -29,6 +30,9 @@ from ._ops_shuffle import _seed_entropy
 from ._source import _Source
 
 __all__ = ["TFRecordDataset"]
+
+#: What ``TFRecordDataset(on_error=...)`` does with a damaged record.
+_ON_ERROR = ("raise", "skip", "warn")
 
 
 def _spec_mapping(name: str, specs: Any) -> None:
@@ -64,6 +68,14 @@ class TFRecordDataset(Dataset):
     mean that default, since smaller reads would only be slower; larger values
     are used as given. ``num_parallel_reads=N`` interleaves N
     files record by record, as tf.data does. ``verify=False`` skips CRC checks.
+    ``on_error``: what a damaged record (a CRC that does not match, a truncated
+    file, a damaged GZIP/ZLIB stream) does: ``"raise"`` (default) raises it after
+    the records before it; ``"skip"`` skips it and reads on (at the next record that
+    verifies; the rest of a damaged compressed file), passing a
+    :class:`~tfrecord_lite.SkipReport` (what, where, how many bytes) to ``on_skip``
+    when given; ``"warn"`` does the same and issues a
+    :class:`~tfrecord_lite.SkippedDataWarning` for each. Reading stays on the fast
+    path: records are checked block by block as without it.
     ``name`` is accepted as in tf.data. Files may be URLs (``s3://``, ``gs://``
     ...; ``storage_options`` go to their fsspec filesystem): objects are read in
     large ranged requests with read-ahead, ``num_parallel_reads`` of them at once.
@@ -85,6 +97,8 @@ class TFRecordDataset(Dataset):
         compression: Union[str, int, None] = None,
         verify: bool = True,
         storage_options: Optional[Mapping[str, Any]] = None,
+        on_error: str = "raise",
+        on_skip: Optional[Callable[[SkipReport], None]] = None,
     ) -> None:
         if compression is not None:
             if compression_type != "auto":
@@ -103,7 +117,13 @@ class TFRecordDataset(Dataset):
             )
         files = expand_paths(filenames, storage_options=storage_options)
         _no_file_objects(files)
+        if on_error not in _ON_ERROR:
+            raise ValueError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
+        if on_skip is not None and not callable(on_skip):
+            raise TypeError(f"on_skip must be callable, got {type(on_skip).__name__}")
         self._source = _Source(tuple(os.fspath(f) for f in files), comp, size, verify)  # type: ignore[arg-type]
+        self._source.on_error = on_error
+        self._source.on_skip = on_skip
         if num_parallel_reads is not None and num_parallel_reads != 1:
             self._source.cycle_length = _threads("num_parallel_reads", num_parallel_reads)
         self._ops = ()
