@@ -714,8 +714,11 @@ def test_a_killed_atomic_writer_leaves_no_file(tmp_path: Path) -> None:
         text=True,
     )
     assert proc.stdout is not None
-    while int(proc.stdout.readline() or 0) < 20:
-        pass
+    flushed = 0
+    while flushed < 20:
+        line = proc.stdout.readline()
+        assert line, "the writer died on its own"  # (an endless loop, before)
+        flushed = int(line)
     proc.kill()
     proc.wait()
     proc.stdout.close()
