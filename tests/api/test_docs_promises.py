@@ -42,6 +42,6 @@ def test_empty_sequence_batch_is_a_documented_difference() -> None:
         {"s": tfr.FixedLenSequenceFeature([], tfr.int64)},
     )
     assert context["c"].shape == (0,) and lists["s"].shape == (0, 0) and lengths["s"].shape == (0,)
-    for doc in ("README.md", "docs/tensorflow-behaviour.md"):
+    for doc in ("docs/coming-from-tensorflow.md", "docs/tensorflow-behaviour.md"):
         text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
         assert "parse_sequence_example" in text and "Inconsistent max number of elements" in text

@@ -6,16 +6,23 @@ small files the examples read (:func:`make_example_files`: ``train.tfrecord``,
 ``data/train-*.tfrecord``...). A block in ``>>>`` form runs as a doctest: its printed
 results are compared.
 
-A block that cannot run here (it needs a cluster, a network service, TensorFlow or a
-prepared TFDS directory) says so in its info string, ```python notest="needs a Ray
-cluster"```; it is reported as a skipped test with that reason, and the blocks after it
-do not rely on it.
+A block that cannot run here (it needs a cluster, a network service or TensorFlow) says
+so in its info string, ```python notest="needs a Ray cluster"```; it is reported as a
+skipped test with that reason, and the blocks after it do not rely on it. A block that
+needs PyTorch is skipped, with that reason, where torch is not installed (``make
+test-pythons``' venvs). Names a page leaves to its reader (``world_size``, ``rank``, a
+``transform``...) come from :func:`provided_names`.
 """
 
 from __future__ import annotations
 
 import doctest
+import importlib.util
+import io
+import json
+import logging
 import re
+import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +35,7 @@ import tfrecord_lite as tfr
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+TFDS_FIXTURE = ROOT / "tests" / "data" / "tfds" / "tfl_digits" / "small" / "3.0.1"
 SKIP_FILES: set[Path] = set()
 
 _FENCE = re.compile(r"^(?P<fence>`{3,})(?P<info>[^`]*)$")
@@ -75,9 +83,27 @@ def python_blocks(path: Path) -> list[Block]:
     return blocks
 
 
+def _png(pixels: np.ndarray) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
 def make_example_files(directory: Path) -> None:
-    """The files the examples read: MNIST-like Examples (``image_raw``/``image`` bytes
-    of 28x28 uint8, ``label`` int64) under the names the pages use."""
+    """The files the examples read, under the names the pages use:
+
+    * ``train.tfrecord``, ``train-0.tfrecord``, ``train-1.tfrecord`` and
+      ``data/train-0000N-of-00004.tfrecord``: MNIST-like Examples (``image`` and
+      ``image_raw``: the 28x28 uint8 pixels as bytes, ``label`` int64);
+    * ``data/train-000NN-of-00016`` (16 shards, also ``data/train@16``): ``image`` a PNG,
+      ``label`` int64, ``tags`` a variable-length list of bytes;
+    * ``fruit/``: a few small photos named ``<class>_<n>.png`` (docs/tf1-queues.md);
+    * ``home/tensorflow_datasets/mnist/3.0.1``: a TFDS directory prepared by
+      tensorflow-datasets (the MNIST-like fixture tests/data/tfds/tfl_digits, renamed), for
+      the pages that read ``~/tensorflow_datasets/mnist/3.0.1`` (the test sets ``HOME``).
+    """
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (64, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, 64)
@@ -88,6 +114,63 @@ def make_example_files(directory: Path) -> None:
     for i in range(4):
         part = {k: v[i * 16 : (i + 1) * 16] for k, v in columns.items()}
         tfr.write_examples(str(directory / "data" / f"train-{i:05d}-of-00004.tfrecord"), part)
+    tags = [b"cat", b"dog", b"bird"]
+    for shard in range(16):
+        with tfr.TFRecordWriter(str(directory / "data" / f"train-{shard:05d}-of-00016")) as w:
+            for i in range(shard * 4, shard * 4 + 4):
+                example = {"image": _png(images[i]), "label": int(labels[i])}
+                example["tags"] = tags[: i % 4]
+                w.write(tfr.encode_example(example))
+    (directory / "fruit").mkdir()
+    for name, tint in (("apple_0", 0), ("apple_1", 1), ("orange_0", 2)):
+        photo = np.zeros((40, 30, 3), np.uint8)
+        photo[..., tint] = rng.integers(0, 256, (40, 30), dtype=np.uint8)
+        (directory / "fruit" / f"{name}.png").write_bytes(_png(photo))
+    _tfds_mnist(directory / "home" / "tensorflow_datasets" / "mnist" / "3.0.1")
+
+
+def _tfds_mnist(target: Path) -> None:
+    """The TFDS fixture ``tfl_digits/small/3.0.1`` (MNIST-like: image (28, 28, 1), label of
+    10 classes; train 40, test 10) as the dataset ``mnist`` 3.0.1, without a config."""
+    source = TFDS_FIXTURE
+    target.mkdir(parents=True)
+    for file in source.iterdir():
+        name = file.name.replace("tfl_digits", "mnist")
+        if file.name == "dataset_info.json":
+            info = json.loads(file.read_text(encoding="utf-8"))
+            info["name"] = "mnist"
+            info.pop("configName", None)
+            info.pop("configDescription", None)
+            (target / name).write_text(json.dumps(info, indent=1), encoding="utf-8")
+        else:
+            shutil.copyfile(file, target / name)
+
+
+def provided_names() -> dict[str, Any]:
+    """Names a page may use without defining them, as its text tells the reader to bring
+    them (``world_size`` and ``rank`` of a job, a per-record ``transform``, the serialized
+    ``records`` or ``examples`` to write, a ``log``...). A page's own definitions replace
+    them. Called in the directory of :func:`make_example_files`."""
+    records = list(tfr.tf_record_iterator("data/train-00000-of-00016"))
+
+    def transform(example: dict[str, Any]) -> dict[str, Any]:
+        """MapDataset's per-record function: the raw pixels as an image, the label."""
+        image = tfr.decode_raw(example["image"], tfr.uint8).reshape(28, 28)
+        return {"image": image, "label": example["label"]}
+
+    return {
+        "__name__": "__docs__",
+        "tfr": tfr,
+        "np": np,
+        "world_size": 2,
+        "rank": 0,
+        "transform": transform,
+        "records": records,
+        "examples": records,
+        "steps": 3,
+        "files": ["fruit.tfrecords"],
+        "log": logging.getLogger("docs"),
+    }
 
 
 def _run_doctest(block: Block, namespace: dict[str, Any]) -> None:
@@ -114,126 +197,28 @@ def run_blocks(blocks: list[Block], namespace: dict[str, Any]) -> None:
             raise AssertionError(f"the block at {block.name} failed: {e!r}") from e
 
 
-#: Blocks that do not run here yet, by (file, first two lines of code), with the error they
-#: give: each is reported as a skipped test with that error, and must either be made to
-#: run (example files, or an explicit notest marker for what needs a cluster, a network
-#: service, TensorFlow or a TFDS directory) or stay listed. An entry whose block is gone
-#: fails the run.
+#: Blocks of pages whose authors have not marked them yet, by (file, first two lines of
+#: code), with the reason they cannot run here: each is reported as a skipped test with that
+#: reason. A block that needs a cluster, a network service or TensorFlow gets an explicit
+#: notest marker in its page instead; one that waits for a fix in the package runs once the
+#: fix lands (then its entry goes). An entry whose block is gone fails the run.
 NOT_YET_RUNNABLE: dict[tuple[str, str], str] = {
-    (
-        "docs/tf1-queues.md",
-        'features_spec = { / "label": tfr.FixedLenFeature([], tfr.int64),',
-    ): "reads fruit.tfrecords, which the block before it writes",
-    (
-        "README.md",
-        'features = { / "image": tfr.FixedLenFeature([], tfr.string),',
-    ): "[Errno 2] no files match the pattern: 'data/train-?????-of-00016'",
-    (
-        "README.md",
-        'so = {"client_kwargs": {"endpoint_url": "https://s3.example.com"}}   # optional / ds = tfr.TFRecordDataset("s3://bucket/taxi/data_tfrecord@12.gz",   # -00000-of-00012.gz ...',
-    ): "needs an S3 bucket",
-    (
-        "README.md",
-        "import tfrecord_lite as tfr / import tfrecord_lite.torch as tfrt",
-    ): "[Errno 2] shard spec: no shard of data/train-NNNNN-of-00016 found (first missing",
-    (
-        "README.md",
-        'ds = tfrt.MapDataset(["train-0.tfrecord", "train-1.tfrecord"], features, transform) / loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4, collate_fn=tfrt.collate)',
-    ): "name 'transform' is not defined",
-    (
-        "README.md",
-        'from tfrecord_lite import arrow as tfa / table = tfa.read_table("train-*.tfrecord")          # schema inferred; or features=...',
-    ): "needs pandas, not in the test venv",
-    (
-        "README.md",
-        "import ray / from tfrecord_lite import ray as tfray",
-    ): "needs ray, not in the test venv",
-    (
-        "README.md",
-        'from tfrecord_lite import dask as tfdask / df = tfdask.read_tfrecords("data/train-*.tfrecord")',
-    ): "needs the dask extra",
-    (
-        "README.md",
-        'import tfrecord_lite.tfds as tfds / builder = tfds.builder_from_directory("~/tensorflow_datasets/mnist/3.0.1")',
-    ): "needs a prepared TFDS directory",
-    ("README.md", "import grain / import numpy as np"): "needs grain, not in the test venv",
-    (
-        "docs/cloud.md",
-        'so = {"client_kwargs": {"endpoint_url": "https://s3.example.com"}}   # optional / ds = tfr.TFRecordDataset("s3://bucket/taxi/data_tfrecord@12.gz",   # -00000-of-00012.gz ...',
-    ): "name 'tfr' is not defined",
-    (
-        "docs/datasets.md",
-        "import tfrecord_lite as tfr / features = {",
-    ): "[Errno 2] no files match the pattern: 'data/train-?????-of-00016'",
     (
         "docs/datasets.md",
         'with tfr.ShardedWriter("out/train", num_shards=16, compression="GZIP", write_index=True) as w: / for example in examples:',
-    ): "[Errno 2] No such file or directory: 'out/.train-00000.inprogress'",
+    ): "ShardedWriter does not create the missing folder out/ yet (issue 28, item 6)",
     (
         "docs/datasets.md",
         "import tfrecord_lite as tfr / import tfrecord_lite.torch as tfrt",
-    ): "[Errno 2] shard spec: no shard of data/train-NNNNN-of-00016 found (first missing",
+    ): "uses torch.from_numpy without `import torch`",
     (
         "docs/datasets.md",
         'ds = tfrt.MapDataset(["train-0.tfrecord", "train-1.tfrecord"], features, transform) / loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4, collate_fn=tfrt.collate)',
-    ): "name 'transform' is not defined",
-    (
-        "docs/pipelines.md",
-        'features = { / "image": tfr.FixedLenFeature([], tfr.string),',
-    ): "name 'tfr' is not defined",
-    (
-        "docs/pytorch-jax.md",
-        "import tfrecord_lite as tfr / import tfrecord_lite.torch as tfrt",
-    ): "[Errno 2] shard spec: no shard of data/train-NNNNN-of-00016 found (first missing",
-    (
-        "docs/pytorch-jax.md",
-        'ds = tfrt.MapDataset(["train-0.tfrecord", "train-1.tfrecord"], features, transform) / loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4, collate_fn=tfrt.collate)',
-    ): "name 'features' is not defined",
-    (
-        "docs/pytorch-jax.md",
-        "import grain / import numpy as np",
-    ): "needs grain, not in the test venv",
-    (
-        "docs/scale-out.md",
-        'from tfrecord_lite import arrow as tfa / table = tfa.read_table("train-*.tfrecord")          # schema inferred; or features=...',
-    ): "needs pandas, not in the test venv",
-    (
-        "docs/scale-out.md",
-        "import ray / from tfrecord_lite import ray as tfray",
-    ): "needs ray, not in the test venv",
-    (
-        "docs/scale-out.md",
-        'from tfrecord_lite import dask as tfdask / df = tfdask.read_tfrecords("data/train-*.tfrecord")',
-    ): "needs the dask extra",
+    ): "uses tfrt and DataLoader, which the block before it imports",
     (
         "docs/tensorflow-behaviour.md",
         'import os; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3" / import tensorflow as tf',
-    ): "needs tensorflow, not in the test venv",
-    (
-        "docs/tf1-queues.md",
-        "import os / import numpy as np",
-    ): "[Errno 2] No such file or directory: 'fruit'",
-    (
-        "docs/tf1-queues.md",
-        'filename_queue = tf.train.string_input_producer(["fruit.tfrecords"]) / reader = tf.TFRecordReader()',
-    ): "name 'tf' is not defined",
-    (
-        "docs/tf1-queues.md",
-        "img_batch, label_batch = tf.train.shuffle_batch( / [img, label], batch_size=30, capacity=2000, min_after_dequeue=1000)",
-    ): "name 'tf' is not defined",
-    (
-        "docs/tf1-queues.md",
-        "def parse(serialized_example): / features = tfr.parse_single_example(serialized_example, features_spec)",
-    ): "name 'steps' is not defined",
-    (
-        "docs/tf1-queues.md",
-        "for batch in tfr.data.TFRecordDataset(files).shuffle(1000).batch(30): / parsed = tfr.parse_example(batch, features_spec)",
-    ): "name 'files' is not defined",
-    (
-        "docs/tfds.md",
-        'import tfrecord_lite.tfds as tfds / builder = tfds.builder_from_directory("~/tensorflow_datasets/mnist/3.0.1")',
-    ): "needs a prepared TFDS directory",
-    ("docs/tfds.md", "import grain / import numpy as np"): "needs grain, not in the test venv",
+    ): "needs TensorFlow, which only make interop installs",
 }
 
 
@@ -246,13 +231,28 @@ def _pending(block: Block) -> Optional[str]:
     return NOT_YET_RUNNABLE.get((str(block.path.relative_to(ROOT)), _first_line(block)))
 
 
+#: Optional packages a block needs, by what its code shows (torch is in `make test`'s venv,
+#: not in `make test-pythons`' ones): where the package is missing the block is skipped,
+#: with that reason.
+NEEDS = {"torch": re.compile(r"^\s*(import torch|from torch)|tfrecord_lite\.torch|\btfrt\.", re.M)}
+
+
+def _missing(block: Block) -> Optional[str]:
+    for module, shows in NEEDS.items():
+        if shows.search(block.code) and importlib.util.find_spec(module) is None:
+            return f"needs {module}, which is not installed here"
+    return None
+
+
 ALL = {path: python_blocks(path) for path in FILES if path not in SKIP_FILES}
-RUNNABLE = [p for p, blocks in ALL.items() if any(b.notest is None for b in blocks)]
 for _blocks in ALL.values():
     for _b in _blocks:
         _reason = _pending(_b)
         if _reason is not None and _b.notest is None:
             _b.notest = f"not yet runnable here ({_reason})"
+        if _b.notest is None:
+            _b.notest = _missing(_b)
+RUNNABLE = [p for p, blocks in ALL.items() if any(b.notest is None for b in blocks)]
 MARKED = [b for blocks in ALL.values() for b in blocks if b.notest is not None]
 
 
@@ -268,9 +268,9 @@ def test_the_python_blocks_of_a_page_run(
 ) -> None:
     make_example_files(tmp_path)
     monkeypatch.chdir(tmp_path)
-    # every page may use `tfr` and `np`, as the README's first block imports them
-    namespace: dict[str, Any] = {"__name__": "__docs__", "tfr": tfr, "np": np}
-    run_blocks(ALL[path], namespace)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # ~/tensorflow_datasets/mnist
+    monkeypatch.delenv("TFDS_DATA_DIR", raising=False)
+    run_blocks(ALL[path], provided_names())
 
 
 @pytest.mark.parametrize("block", MARKED, ids=[b.name for b in MARKED])
