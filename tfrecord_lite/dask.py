@@ -1,6 +1,6 @@
 """Dask: TFRecord files as a ``dask.dataframe.DataFrame``, and a DataFrame back as shards.
 
-Needs Dask: ``pip install "tfrecord-lite[dask]"``. No TensorFlow involved::
+Needs Dask: ``pip install "tfrecord-lite-np[dask]"``. No TensorFlow involved::
 
     from tfrecord_lite import dask as tfdask
 
@@ -23,76 +23,37 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
-from ._files import TFRecordReader, TFRecordWriter, shard_name
-from .arrow import DEFAULT_BATCH_SIZE, _ReadPlan, table_records
+from ._files import TFRecordWriter, shard_name
+from ._tables import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_RECORDS_PER_TASK,
+    Paths,
+    Piece,
+    PieceReader,
+    ReadPlan,
+    check_read_options,
+    expand,
+    require_dask_dataframe,
+    require_pyarrow,
+    split_files,
+    table_records,
+)
 
 __all__ = ["read_tfrecords", "to_tfrecords"]
-
-_INSTALL = 'tfrecord_lite.dask needs Dask: pip install "tfrecord-lite[dask]"'
-
-
-def _dd() -> Any:
-    try:
-        import dask.dataframe as dd
-    except ImportError:
-        raise ImportError(_INSTALL) from None
-    return dd
 
 
 class _ReadPartition:
     """Reads one partition (a file or a record range) into pandas; pickled to the workers."""
 
-    def __init__(
-        self,
-        plan: _ReadPlan,
-        compression: Any,
-        verify: bool,
-        on_error: str,
-        batch_size: int,
-        include_paths: bool,
-    ) -> None:
-        self.plan = plan
-        self.compression = compression
-        self.verify = verify
-        self.on_error = on_error
-        self.batch_size = batch_size
-        self.include_paths = include_paths
+    def __init__(self, reader: PieceReader) -> None:
+        self.reader = reader
 
-    def table(self, piece: Any) -> Any:
-        import pyarrow as pa
-
-        tables = [self.plan.schema.empty_table()]
-        if piece.start is not None:
-            from ._files import TFRecordFile
-
-            with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
-                for a in range(piece.start, piece.stop, self.batch_size):
-                    tables.append(self.plan.convert(f[a : min(piece.stop, a + self.batch_size)]))
-        else:
-            with TFRecordReader(
-                piece.path, self.compression, verify=self.verify, on_error=self.on_error
-            ) as reader:
-                batch: list[bytes] = []
-                for record in reader:
-                    batch.append(record)
-                    if len(batch) == self.batch_size:
-                        tables.append(self.plan.convert(batch))
-                        batch = []
-                if batch:
-                    tables.append(self.plan.convert(batch))
-        table = pa.concat_tables(tables)
-        if self.include_paths:
-            table = table.append_column(
-                "path", pa.array([str(piece.path)] * table.num_rows, pa.string())
-            )
-        return table
-
-    def __call__(self, piece: Any) -> Any:
-        return self.table(piece).to_pandas()
+    def __call__(self, piece: Piece) -> Any:
+        return self.reader.table(piece).to_pandas()
 
 
 def read_tfrecords(
-    paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+    paths: Paths,
     features: Optional[Mapping[str, FeatureSpec]] = None,
     *,
     sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
@@ -114,33 +75,32 @@ def read_tfrecords(
     first file when ``None``, SequenceExamples with ``sequence_features``,
     URLs with ``storage_options``, ``include_paths`` adds a ``path`` column.
     """
-    dd = _dd()
-    from .ray import DEFAULT_RECORDS_PER_TASK, _expand, _Piece, _split_file
-
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    if on_error not in ("raise", "skip", "stop"):
-        raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
-    files = _expand(paths, storage_options)
-    if features is None and sequence_features is None:
-        plan = _ReadPlan(None, None, files[0], compression=compression, sample=sample)
-    else:
-        plan = _ReadPlan(features, sequence_features)
+    dd = require_dask_dataframe()
+    check_read_options(batch_size, on_error)
+    files = expand(paths, storage_options)
+    plan = ReadPlan(features, sequence_features, files[0], compression=compression, sample=sample)
     per = records_per_partition or DEFAULT_RECORDS_PER_TASK
-    pieces: list[_Piece] = [p for f in files for p in _split_file(f, per, compression)]
-    reader = _ReadPartition(plan, compression, verify, on_error, batch_size, include_paths)
-    empty = plan.schema.empty_table()
-    if include_paths:
-        import pyarrow as pa
-
-        empty = empty.append_column("path", pa.array([], pa.string()))
+    pieces = split_files(files, per, compression)
+    reader = PieceReader(
+        plan,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        batch_size=batch_size,
+        include_paths=include_paths,
+    )
+    empty = reader.schema.empty_table()
     meta = empty.to_pandas()
     import dask
 
     # bytes stay bytes: Dask's default would turn object columns into (decoded) text.
     with dask.config.set({"dataframe.convert-string": False}):
         return dd.from_map(
-            reader, pieces, meta=meta, label="read-tfrecords", enforce_metadata=False
+            _ReadPartition(reader),
+            pieces,
+            meta=meta,
+            label="read-tfrecords",
+            enforce_metadata=False,
         )
 
 
@@ -150,8 +110,7 @@ def _write_partition(
     compression: Optional[str],
     sequence_features: Optional[list[str]],
 ) -> int:
-    import pyarrow as pa
-
+    pa = require_pyarrow("tfrecord_lite.dask", "dask")
     table = pa.Table.from_pandas(pdf, preserve_index=False)
     with TFRecordWriter(final, compression, atomic=True) as w:
         return w.write_all(table_records(table, sequence_features=sequence_features))
@@ -178,9 +137,9 @@ def to_tfrecords(
     ``compute=False`` returns the ``dask.delayed`` objects (each gives its
     shard's record count) instead of writing now.
     """
+    require_dask_dataframe()
     import dask
 
-    _dd()
     root = os.fspath(path)
     if "://" in root:
         raise ValueError("to_tfrecords writes to a local or shared file system path")

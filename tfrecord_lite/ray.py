@@ -1,6 +1,6 @@
 """Ray Data: read and write TFRecord files without TensorFlow.
 
-Needs Ray Data: ``pip install "tfrecord-lite[ray]"``. ::
+Needs Ray Data: ``pip install "tfrecord-lite-np[ray]"``. ::
 
     import ray
     from tfrecord_lite import ray as tfray
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 import os
 import random
 import re
@@ -44,19 +43,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
-from ._files import (
-    TFRecordReader,
-    TFRecordWriter,
-    detect_compression,
-    expand_paths,
-    find_index,
-    read_index,
-    shard_name,
+from ._files import TFRecordWriter, shard_name
+from ._files import fs as _fs
+from ._tables import (
+    DEFAULT_BATCH_SIZE,
+    Paths,
+    Piece,
+    PieceReader,
+    ReadPlan,
+    check_read_options,
+    expand,
+    require_ray_data,
+    split_files,
+    table_records,
 )
-from ._files import (
-    fs as _fs,
-)
-from .arrow import DEFAULT_BATCH_SIZE, _ReadPlan, table_records
+from ._tables import DEFAULT_RECORDS_PER_TASK as DEFAULT_RECORDS_PER_TASK
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -68,11 +69,6 @@ __all__ = [
     "read_tfrecords",
     "write_tfrecords",
 ]
-
-_INSTALL = 'tfrecord_lite.ray needs Ray Data: pip install "tfrecord-lite[ray]"'
-
-#: A large indexed file is split into read tasks of at least this many records.
-DEFAULT_RECORDS_PER_TASK = 100_000
 
 
 def _remote_kwargs(fn: Any, ray_remote_args: Optional[Mapping[str, Any]]) -> dict[str, Any]:
@@ -96,14 +92,6 @@ def _remote_kwargs(fn: Any, ray_remote_args: Optional[Mapping[str, Any]]) -> dic
     return kwargs
 
 
-def _ray_data() -> Any:
-    try:
-        import ray.data
-    except ImportError:
-        raise ImportError(_INSTALL) from None
-    return ray.data
-
-
 try:  # the base classes; without Ray the module still imports and explains itself on use
     from ray.data import Datasource as _DatasourceBase
     from ray.data import ReadTask as _ReadTask
@@ -119,78 +107,11 @@ except ImportError:  # pragma: no cover - exercised only without Ray installed
 
 def _require_ray() -> None:
     if not _HAVE_RAY:
-        raise ImportError(_INSTALL)
-
-
-# --------------------------------------------------------------------------- paths and URLs
-
-
-def _expand(
-    paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
-    storage_options: Optional[Mapping[str, Any]] = None,
-) -> list[str]:
-    """Paths, globs, directories, ``name@N`` specs and URLs -> files (URLs keep their options)."""
-    files = expand_paths(paths, storage_options=storage_options)
-    out: list[str] = []
-    for f in files:
-        if not isinstance(f, (str, os.PathLike)):
-            raise TypeError("read tasks run in other processes: pass paths or URLs, not files")
-        out.append(f if isinstance(f, str) else os.fspath(f))
-    return out
+        require_ray_data()  # raises the ImportError that says how to install Ray Data
+        raise ImportError("tfrecord_lite.ray needs Ray Data's Datasource and Datasink classes")
 
 
 # --------------------------------------------------------------------------- reading
-
-
-class _Piece:
-    """One read task's share: a whole file, or records ``[start, stop)`` of an indexed file."""
-
-    __slots__ = ("index_path", "path", "size", "start", "stop")
-
-    def __init__(
-        self,
-        path: str,
-        size: Optional[int],
-        start: Optional[int] = None,
-        stop: Optional[int] = None,
-        index_path: Optional[str] = None,
-    ) -> None:
-        self.path = path
-        self.size = size
-        self.start = start
-        self.stop = stop
-        self.index_path = index_path
-
-    @property
-    def rows(self) -> Optional[int]:
-        return None if self.start is None or self.stop is None else self.stop - self.start
-
-
-def _split_file(path: str, per_task: int, compression: Optional[str] = "auto") -> list[_Piece]:
-    """How one file is read: whole, or in record ranges when it is large, plain and indexed."""
-    if _fs.is_url(path):
-        return [_Piece(path, None)]
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return [_Piece(path, None)]  # the read task reports the error
-    index_path = find_index(path)
-    if index_path is None or compression not in ("auto", None, ""):
-        return [_Piece(path, size)]
-    with open(path, "rb") as f:
-        if detect_compression(f.read(16)):
-            return [_Piece(path, size)]
-    table = read_index(index_path, data_size=size)
-    n = len(table)
-    if n <= per_task:
-        return [_Piece(path, size)]
-    k = math.ceil(n / per_task)
-    bounds = [n * i // k for i in range(k + 1)]
-    offsets = [int(table[b, 0]) if b < n else size for b in bounds]
-    return [
-        _Piece(path, offsets[i + 1] - offsets[i], bounds[i], bounds[i + 1], index_path)
-        for i in range(k)
-    ]
 
 
 class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
@@ -198,7 +119,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
 
     def __init__(
         self,
-        paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+        paths: Paths,
         *,
         features: Optional[Mapping[str, FeatureSpec]] = None,
         sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
@@ -215,19 +136,20 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
         super().__init__()
         if batch_size < 1 or records_per_task < 1:
             raise ValueError("batch_size and records_per_task must be at least 1")
-        if on_error not in ("raise", "skip", "stop"):
-            raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
-        self.files = _expand(paths, storage_options)
-        self.compression = compression
-        self.verify = verify
-        self.on_error = on_error
-        self.batch_size = batch_size
-        self.include_paths = include_paths
-        if features is None and sequence_features is None:
-            self.plan = _ReadPlan(None, None, self.files[0], compression=compression, sample=sample)
-        else:
-            self.plan = _ReadPlan(features, sequence_features)
-        self.pieces = [p for f in self.files for p in _split_file(f, records_per_task, compression)]
+        check_read_options(batch_size, on_error)
+        self.files = expand(paths, storage_options)
+        self.plan = ReadPlan(
+            features, sequence_features, self.files[0], compression=compression, sample=sample
+        )
+        self.reader = PieceReader(
+            self.plan,
+            compression=compression,
+            verify=verify,
+            on_error=on_error,
+            batch_size=batch_size,
+            include_paths=include_paths,
+        )
+        self.pieces = split_files(self.files, records_per_task, compression)
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         """The bytes of the files (None when a size is unknown, e.g. for URLs)."""
@@ -241,42 +163,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
     @property
     def schema(self) -> pa.Schema:
         """The Arrow schema of every block."""
-        schema = self.plan.schema
-        if self.include_paths:
-            import pyarrow as pa
-
-            schema = schema.append(pa.field("path", pa.string()))
-        return schema
-
-    def _tables(self, piece: _Piece) -> Iterator[pa.Table]:
-        import pyarrow as pa
-
-        def with_path(t: pa.Table) -> pa.Table:
-            if not self.include_paths:
-                return t
-            return t.append_column("path", pa.array([str(piece.path)] * t.num_rows, pa.string()))
-
-        if piece.start is not None and piece.stop is not None:
-            from ._files import TFRecordFile
-
-            with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
-                for a in range(piece.start, piece.stop, self.batch_size):
-                    b = min(piece.stop, a + self.batch_size)
-                    yield with_path(self.plan.convert(f[a:b]))
-            return
-        emitted = False
-        with TFRecordReader(
-            piece.path, self.compression, verify=self.verify, on_error=self.on_error
-        ) as reader:
-            batch: list[bytes] = []
-            for record in reader:
-                batch.append(record)
-                if len(batch) == self.batch_size:
-                    yield with_path(self.plan.convert(batch))
-                    emitted = True
-                    batch = []
-            if batch or not emitted:
-                yield with_path(self.plan.convert(batch))
+        return self.reader.schema
 
     def get_read_tasks(
         self,
@@ -286,6 +173,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
     ) -> list[Any]:
         """One :class:`ray.data.ReadTask` per file or indexed record range."""
         schema = self.schema
+        reader = self.reader  # what each read task pickles (not the whole datasource)
         tasks = []
         for piece in self.pieces:
             meta = _BlockMetadata(
@@ -295,8 +183,8 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
                 exec_stats=None,
             )
 
-            def read(piece: _Piece = piece) -> Iterator[pa.Table]:
-                yield from self._tables(piece)
+            def read(piece: Piece = piece) -> Iterator[pa.Table]:
+                yield from reader.tables(piece)
 
             kwargs: dict[str, Any] = {"schema": schema}
             if per_task_row_limit is not None:
@@ -306,7 +194,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
 
 
 def read_tfrecords(
-    paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+    paths: Paths,
     *,
     features: Optional[Mapping[str, FeatureSpec]] = None,
     sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
@@ -341,7 +229,7 @@ def read_tfrecords(
     (the remote options it has parameters for, such as ``num_cpus``, ``memory``
     or ``runtime_env``, as those parameters: Ray deprecates ``ray_remote_args``).
     """
-    rd = _ray_data()
+    rd = require_ray_data()
     source = TFRecordDatasource(
         paths,
         features=features,
@@ -556,7 +444,7 @@ def write_tfrecords(
     removed after the new ones are in place). ``path`` may be a URL
     (``storage_options`` go to fsspec).
     """
-    _ray_data()
+    require_ray_data()
     sink = TFRecordDatasink(
         path,
         compression=compression,

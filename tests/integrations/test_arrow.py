@@ -276,7 +276,7 @@ def test_missing_pyarrow_message(monkeypatch: Any) -> None:
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
-    with pytest.raises(ImportError, match=r'pip install "tfrecord-lite\[arrow\]"'):
+    with pytest.raises(ImportError, match=r'pip install "tfrecord-lite-np\[arrow\]"'):
         tfa.to_arrow({"x": np.zeros(2)})
 
 

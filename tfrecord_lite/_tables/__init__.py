@@ -1,0 +1,46 @@
+"""The table layer the integrations share: the type mapping between parsed columns and
+Apache Arrow, the read plan (specs given or inferred, compiled once, and their Arrow
+schema), file pieces (one per read task) and reading them into tables, and the lazy
+imports of the optional engines.
+
+Arrow, Ray, Dask, Spark, Daft and Hugging Face build on these names only; none of
+them imports another integration.
+"""
+
+from ._extras import require, require_dask_dataframe, require_pyarrow, require_ray_data
+from ._from_arrow import feature_lists_of, from_arrow, table_records
+from ._pieces import (
+    DEFAULT_RECORDS_PER_TASK,
+    Paths,
+    Piece,
+    PieceReader,
+    check_read_options,
+    expand,
+    split_file,
+    split_files,
+)
+from ._plan import DEFAULT_BATCH_SIZE, ReadPlan, batches
+from ._to_arrow import FEATURE_LISTS_KEY, to_arrow
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_RECORDS_PER_TASK",
+    "FEATURE_LISTS_KEY",
+    "Paths",
+    "Piece",
+    "PieceReader",
+    "ReadPlan",
+    "batches",
+    "check_read_options",
+    "expand",
+    "feature_lists_of",
+    "from_arrow",
+    "require",
+    "require_dask_dataframe",
+    "require_pyarrow",
+    "require_ray_data",
+    "split_file",
+    "split_files",
+    "table_records",
+    "to_arrow",
+]

@@ -1,0 +1,140 @@
+"""What a table integration parses and how: the specs (given or inferred), compiled
+once, and the Arrow schema every batch of records is converted to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from .._errors import ParseError
+from .._examples import (
+    DEFAULT_SAMPLE,
+    FeatureSpec,
+    FixedLenSequenceFeature,
+    ParsedValue,
+    RaggedFeature,
+    RaggedValue,
+    SparseFeature,
+    VarLenFeature,
+    compile_features,
+    compile_sequence_features,
+    infer_schema,
+    parse_example,
+    parse_sequence_stream,
+    validate_features,
+)
+from ._to_arrow import table_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+#: Records parsed (and converted) per batch by the table readers.
+DEFAULT_BATCH_SIZE = 8192
+
+
+class ReadPlan:
+    """What to parse and how: the specs, inferred when not given, and the Arrow schema."""
+
+    def __init__(
+        self,
+        features: Optional[Mapping[str, FeatureSpec]],
+        sequence_features: Optional[Mapping[str, FeatureSpec]],
+        sample_source: Any = None,
+        *,
+        compression: Any = "auto",
+        sample: Optional[int] = DEFAULT_SAMPLE,
+    ) -> None:
+        if features is None and sequence_features is None:
+            if sample_source is None:
+                raise ValueError("features=None needs files to infer the schema from")
+            schema = infer_schema(sample_source, sample, compression=compression)
+            if not dict(schema) and not schema.is_sequence:
+                raise ValueError(
+                    "could not infer a schema: the sampled records hold no features; "
+                    "pass features= yourself"
+                )
+            features = dict(schema)
+            sequence_features = dict(schema.sequence_features) if schema.is_sequence else None
+        self.features = validate_features(features or {})
+        self.sequence = sequence_features is not None
+        seq = validate_features(sequence_features or {}, "sequence_features")
+        # Feature lists parse as RaggedFeature: unlike VarLenFeature's sparse value it keeps
+        # steps without values, and its splits are the Arrow offsets as they are.
+        self.sequence_features = {
+            k: RaggedFeature(s.dtype) if isinstance(s, VarLenFeature) else s for k, s in seq.items()
+        }
+        for key, spec in self.features.items():
+            if isinstance(spec, SparseFeature):
+                raise ValueError(
+                    f"feature {key!r} is a SparseFeature, which has no Arrow column type: "
+                    "read its index and value keys as VarLenFeatures instead"
+                )
+        # An Example's FixedLenSequenceFeature parses padded to the batch's longest record;
+        # read as ragged values, each record keeps its own number of rows.
+        self._rows_of = {
+            k: s for k, s in self.features.items() if isinstance(s, FixedLenSequenceFeature)
+        }
+        self._parse_specs = {
+            k: RaggedFeature(s.dtype) if k in self._rows_of else s for k, s in self.features.items()
+        }
+        self._compiled: Optional[Any] = None
+        self.schema = self.convert([]).schema
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Read tasks get the plan pickled: the compiled parse plan is rebuilt where it runs.
+        return {**self.__dict__, "_compiled": None}
+
+    def _parse_plan(self) -> Any:
+        """The specs compiled once (validated, key tables built) for every batch's parse."""
+        if self._compiled is None:
+            if self.sequence:
+                self._compiled = compile_sequence_features(self.features, self.sequence_features)
+            else:
+                self._compiled = compile_features(self._parse_specs)
+        return self._compiled
+
+    def _unpad(self, parsed: dict[str, ParsedValue]) -> dict[str, ParsedValue]:
+        for key, spec in self._rows_of.items():
+            rv = parsed[key]
+            assert isinstance(rv, RaggedValue) and isinstance(rv.values, np.ndarray)
+            shape = tuple(spec.shape)
+            size = int(np.prod(shape, dtype=np.int64))
+            counts = np.diff(rv.row_splits)
+            bad = np.flatnonzero(counts % size) if size else np.flatnonzero(counts)
+            if len(bad):
+                i = int(bad[0])
+                dims = ",".join(str(d) for d in shape)
+                raise ParseError(
+                    f"Name: <unknown>, Key: {key}, Index: {i}.  Number of values is not a "
+                    f"multiple of the row size: values size: {int(counts[i])} but output "
+                    f"shape: [?{',' if dims else ''}{dims}]",
+                    index=i,
+                    key=key,
+                )
+            splits = rv.row_splits // size if size else np.zeros_like(rv.row_splits)
+            parsed[key] = RaggedValue(rv.values.reshape((-1, *shape)), splits)
+        return parsed
+
+    def convert(self, records: Sequence[bytes]) -> pa.Table:
+        """Parse a batch of records into a table of this plan's schema."""
+        plan = self._parse_plan()
+        if self.sequence:
+            ctx, seq, lengths = next(parse_sequence_stream([records], plan))
+            return table_of(ctx, seq, self.features, self.sequence_features, lengths)
+        parsed = parse_example(records, plan)
+        parsed = self._unpad(parsed) if self._rows_of else parsed
+        return table_of(parsed, {}, self.features, {}, None)
+
+
+def batches(records: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    for r in records:
+        batch.append(r)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
