@@ -205,10 +205,6 @@ def run_blocks(blocks: list[Block], namespace: dict[str, Any]) -> None:
 NOT_YET_RUNNABLE: dict[tuple[str, str], str] = {
     (
         "docs/datasets.md",
-        'with tfr.ShardedWriter("out/train", num_shards=16, compression="GZIP", write_index=True) as w: / for example in examples:',
-    ): "ShardedWriter does not create the missing folder out/ yet (issue 28, item 6)",
-    (
-        "docs/datasets.md",
         "import tfrecord_lite as tfr / import tfrecord_lite.torch as tfrt",
     ): "uses torch.from_numpy without `import torch`",
     (
