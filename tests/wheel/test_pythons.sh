@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make test-pythons`: the whole test suite on each CPython of PYTHON_VERSIONS that this
-# machine has, each in its own venv (.venv-pyX.Y) with the wheel from dist/ installed (not
-# the tree) and the newest dependencies that support that Python.
+# `make test-pythons`: the test suite (PYTEST_ARGS may name folders of tests/) on each
+# CPython of PYTHON_VERSIONS that this machine has, each in its own venv (.venv-pyX.Y) with
+# the wheel from dist/ installed (not the tree) and the newest dependencies that support it.
 #
 # pytest runs from tests/ (not the repository root, so the tree's tfrecord_lite/ is not on
 # sys.path, not even in pytest-xdist's workers), and the plugin tests/wheel/installed_guard.py
@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(pwd)
 versions=${PYTHON_VERSIONS:-3.9 3.10 3.11 3.12 3.13}
 pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
-xdist=${XDIST-"-n 2"}  # XDIST= (empty) runs without pytest-xdist
+xdist=${XDIST:-}  # XDIST="-n 2" runs with pytest-xdist
 wheels=(dist/*.whl)
 [ -f "${wheels[0]}" ] || { echo "no wheel in dist/: run make dist"; exit 1; }
 wheel="$root/${wheels[0]}"
