@@ -642,6 +642,36 @@ def test_preview_errors(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_preview_finds_the_encoded_image_feature(tmp_path):
+    """Object-detection records: the JPEG in image/encoded is found as head finds it."""
+    pytest.importorskip("PIL")
+    from tfrecord_lite._decoding import encode_image
+
+    rng = np.random.default_rng(3)
+    path = tmp_path / "od.tfrecord"
+    with tfr.TFRecordWriter(str(path)) as w:
+        for i in range(4):
+            pixels = rng.integers(0, 256, size=(12, 10, 3)).astype(np.uint8)
+            w.write(
+                tfr.make_example(
+                    {
+                        "image/source_id": str(i).encode(),
+                        "image/encoded": encode_image(pixels, "jpeg"),
+                        "image/format": b"jpeg",
+                        "image/object/bbox/xmin": [0.1, 0.5],
+                        "image/object/class/label": [1, 2],
+                    }
+                ).SerializeToString()
+            )
+    res = run("preview", path, "-o", tmp_path / "grid.png")
+    assert res.returncode == 0, res.stderr
+    assert "images from feature 'image/encoded'" in res.stderr
+    assert (tmp_path / "grid.png").exists()
+    res = run("preview", DATA / "examples.plain.tfrecord", "-o", tmp_path / "x.png")
+    assert res.returncode == 2
+    assert "no feature holding an encoded image" in res.stderr and "--image-key" in res.stderr
+
+
 # --------------------------------------------------------------------------- progress bar
 
 

@@ -673,7 +673,7 @@ def test_wrong_shard_lengths_with_the_right_total_are_caught(
         train["shardLengths"] = ["30", "39", "34"]
 
     b = tfds.builder_from_directory(_copy_dir(tmp_path, "tfl_tabular", edit_info=shift))
-    with pytest.raises(tfr.StaleIndexError, match="holds 34 records, dataset_info.json says 30"):
+    with pytest.raises(tfr.StaleIndexError, match=r"holds 34 records, dataset_info\.json says 30"):
         list(b.as_dataset(split))
     with pytest.raises(tfr.StaleIndexError):
         b.as_data_source("train")[0]
@@ -709,7 +709,7 @@ def test_metadata_linked_from_outside_the_directory_is_refused(tmp_path: Path) -
     outside = tmp_path / "secret.txt"
     shutil.move(str(labels), outside)
     labels.symlink_to(outside)
-    with pytest.raises(ValueError, match="label.labels.txt is a symbolic link"):
+    with pytest.raises(ValueError, match=r"label\.labels\.txt is a symbolic link"):
         tfds.builder_from_directory(data)
     labels.unlink()
     shutil.move(str(outside), labels)
@@ -719,3 +719,23 @@ def test_metadata_linked_from_outside_the_directory_is_refused(tmp_path: Path) -
     with pytest.raises(ValueError, match="outside the dataset directory"):
         tfds.builder_from_directory(data)
 
+
+def test_cli_verify_and_preview_report_tfds_decoding_errors(tmp_path: Path, capsys: Any) -> None:
+    from tfrecord_lite._cli import main
+
+    def wrong_dtype(feats: dict[str, Any]) -> None:
+        _tensor(feats, "t_zlib")["dtype"] = "int32"  # the stored bytes are int16
+
+    good = DIRS["tfl_features"]
+    assert main(["verify", str(good)]) == 0
+    assert f"ok     {good}: 16 examples in 2 splits" in capsys.readouterr().out
+    data = _copy_dir(tmp_path, "tfl_features", wrong_dtype)
+    assert main(["verify", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert "feature 't_zlib'" in out and "tfl_features-train.tfrecord-00000-of-00001" in out
+    assert f"FAILED {data}: 2 splits with problems" in out
+    assert main(["verify", "--no-parse", str(data)]) == 0  # the records themselves are intact
+    capsys.readouterr()
+    assert main(["preview", str(data), "-o", str(tmp_path / "grid.png")]) == 1  # data, not usage
+    err = capsys.readouterr().err
+    assert "feature 't_zlib'" in err and "record " in err

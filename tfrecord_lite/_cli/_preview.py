@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._errors import TFRecordError
 from ._common import (
     EXIT_DATA,
     EXIT_OK,
@@ -144,6 +145,19 @@ def _preview_cell(
     return display_array(arr.reshape(shape)), None
 
 
+def image_key(fmap: Any) -> Optional[str]:
+    """The feature of a record that holds an encoded image (JPEG, PNG ...), as ``head``
+    recognises one: ``image/encoded`` first, then the others in sorted order."""
+    from .._decoding import sniff_image
+
+    keys = sorted(fmap, key=lambda k: (k != "image/encoded", k))
+    for key in keys:
+        value = _bytes_feature(fmap, key)
+        if value is not None and sniff_image(value) is not None:
+            return str(key)
+    return None
+
+
 def _label_text(fmap: Any, key: Optional[str], names: Optional[list[str]]) -> Optional[str]:
     if not key:
         return None
@@ -186,10 +200,10 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
 
         try:
             return preview(tfds, args, ctx.quiet)
+        except TFRecordError:
+            raise  # a problem with the data (exit 1), not with the command line
         except ValueError as e:
             raise UsageError(str(e)) from None
-    if args.image_key is None:
-        raise UsageError("--image-key is required (optional only for a TFDS dataset directory)")
     paths = expand_inputs(args.files)
     pil()
     names = _load_names(args, paths[0]) if args.label_key else None
@@ -222,6 +236,15 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                 cells.append((None, "?"))
                 continue
             fmap = msg.context.feature
+            if args.image_key is None:
+                args.image_key = image_key(fmap)
+                if args.image_key is None:
+                    raise UsageError(
+                        f"{path}: record {rec.index} has no feature holding an encoded image "
+                        f"(features: {', '.join(sorted(fmap)[:12]) or '(none)'}): pass --image-key"
+                    )
+                if not ctx.quiet:
+                    print(f"{PROG}: images from feature {args.image_key!r}", file=sys.stderr)
             arr, why = _preview_cell(fmap, args.image_key, args)
             if arr is None:
                 problems += 1
@@ -275,7 +298,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--image-key",
         metavar="K",
-        help="the feature holding images (a TFDS directory: its first Image feature)",
+        help="the feature holding images (default: the first record's feature holding an "
+        "encoded image, image/encoded first; a TFDS directory: its first Image feature)",
     )
     p.add_argument("--split", metavar="S", help="TFDS directory: the split (default train)")
     p.add_argument("--label-key", metavar="L", help="the feature holding labels")

@@ -17,6 +17,7 @@ from ._common import (
     examples_text,
     expand_inputs,
     say,
+    tfds_inputs,
     total_size,
 )
 from ._output import plural
@@ -31,6 +32,11 @@ def _parse_error(data: bytes) -> str:
 
 
 def run(args: argparse.Namespace, ctx: Ctx) -> int:
+    tfds = tfds_inputs(args.files)
+    if tfds is not None:
+        from ._tfds import verify as tfds_verify
+
+        return tfds_verify(tfds, args.no_parse, ctx.quiet)
     paths = expand_inputs(args.files)
     bad_files = 0
     records = 0

@@ -300,9 +300,7 @@ class TflTensors(tfds.core.GeneratorBasedBuilder):
                     f"{enc}_one": F.Tensor(shape=(None,), dtype=np.float32, encoding=enc),
                     f"{enc}_one_inner": F.Tensor(shape=(None, 3), dtype=np.uint8, encoding=enc),
                     f"{enc}_one_mid": F.Tensor(shape=(2, None, 2), dtype=np.int32, encoding=enc),
-                    f"{enc}_several": F.Tensor(
-                        shape=(None, None), dtype=np.float64, encoding=enc
-                    ),
+                    f"{enc}_several": F.Tensor(shape=(None, None), dtype=np.float64, encoding=enc),
                     f"{enc}_several_known": F.Tensor(
                         shape=(None, 2, None), dtype=np.int64, encoding=enc
                     ),
