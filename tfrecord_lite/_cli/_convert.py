@@ -38,15 +38,11 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 def _convert_parquet(args: argparse.Namespace, ctx: Ctx, inputs: list[str]) -> int:
     """``convert --to parquet`` (TFRecords -> one Parquet file), or Parquet inputs -> TFRecords."""
+    from .._tables import require, require_pyarrow
     from ..arrow import iter_tables, table_records
 
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError(
-            'converting to or from Parquet needs pyarrow: pip install "tfrecord-lite-np[arrow]"'
-        ) from None
+    pa = require_pyarrow("convert --to/--from parquet")
+    pq = require("pyarrow.parquet", "convert --to/--from parquet", "pyarrow", "arrow")
 
     out = args.output
     for i in inputs:

@@ -52,15 +52,11 @@ def _default_workers(n_tasks: int) -> int:
 
 def _from_images_on_ray(args: argparse.Namespace, ctx: Ctx) -> int:
     """``from-images --engine ray``: one Ray task per shard (tfrecord_lite.ray)."""
+    from .._tables import require_ray_data
     from ..ray import images_to_tfrecords
 
-    try:
-        import ray
-        import ray.data
-    except ImportError:
-        raise ImportError(
-            'from-images --engine ray needs Ray Data: pip install "tfrecord-lite-np[ray]"'
-        ) from None
+    require_ray_data()  # the install hint, if Ray is missing
+    import ray
 
     if not ray.is_initialized():
         ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
