@@ -112,7 +112,7 @@ def test_shard_spec_that_matches_nothing_names_the_spec(tmp_path: pathlib.Path) 
         tfr.expand_paths(spec)
     assert info.value.filename == spec
     _touch(*(tmp_path / f"train-0000{i}-of-00004" for i in (0, 1, 3)))
-    with pytest.raises(FileNotFoundError, match=r"1 of 4 shards.*train-00002-of-00004"):
+    with pytest.raises(FileNotFoundError, match=r"only 3 of 4 shards.*train-00002-of-00004"):
         tfr.expand_paths(spec)
 
 

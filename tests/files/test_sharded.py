@@ -30,7 +30,8 @@ def test_num_shards_names_and_round_robin(tmp_path):
         w.write_all(data)
     names = [f"{prefix}-{i:05d}-of-00004" for i in range(4)]
     assert w.paths == names
-    assert sorted(os.listdir(tmp_path)) == [os.path.basename(n) for n in names]
+    manifest = ["_train.shards.json"]
+    assert sorted(os.listdir(tmp_path)) == manifest + [os.path.basename(n) for n in names]
     for i, name in enumerate(names):
         assert read(name) == data[i::4]
     assert w.shard_records == [6, 6, 6, 5] and w.records_written == 23
@@ -56,13 +57,15 @@ def test_records_per_shard_renames_at_close(tmp_path):
     w = ShardedWriter(prefix, records_per_shard=3)
     w.write_all(data[:7])
     assert w.num_shards is None
-    assert not [n for n in os.listdir(tmp_path) if not n.startswith(".")]  # nothing final yet
+    assert not [n for n in os.listdir(tmp_path) if n[0] not in "._"]  # nothing final yet
     w.write_all(data[7:])
     paths = w.close()
     assert paths == [f"{prefix}-{i:05d}-of-00004" for i in range(4)]
     assert w.num_shards == 4
     assert [read(p) for p in paths] == [data[0:3], data[3:6], data[6:9], data[9:]]
-    assert sorted(os.listdir(tmp_path)) == [os.path.basename(p) for p in paths]
+    assert sorted(os.listdir(tmp_path)) == ["_ds.shards.json"] + [
+        os.path.basename(p) for p in paths
+    ]
 
 
 def test_exact_multiple_makes_no_empty_last_shard(tmp_path):

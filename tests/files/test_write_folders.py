@@ -28,6 +28,7 @@ def test_a_sharded_writer_creates_missing_folders(tmp_path: Path, split: dict[st
     with tfr.ShardedWriter(prefix, **split) as w:
         w.write_all([b"a", b"b", b"c"])
     assert sorted(os.listdir(prefix.parent)) == [
+        "_train.shards.json",
         "train-00000-of-00002",
         "train-00001-of-00002",
     ]

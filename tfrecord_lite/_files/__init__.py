@@ -23,6 +23,7 @@ from ._paths import PathOrFile, expand_paths, is_file_object, shard_name
 from ._reader import TFRecordReader, open
 from ._salvage import Damage, Record, SalvageInfo, salvage, salvage_file
 from ._sharded import ShardedWriter
+from ._shardset import IncompleteShardSetError, check_shard_set
 from ._sniff import detect_compression
 from ._stream import READ_BLOCK_SIZE, read_batches, read_records
 from ._writer import TFRecordWriter
@@ -30,6 +31,7 @@ from ._writer import TFRecordWriter
 __all__ = [
     "READ_BLOCK_SIZE",
     "Damage",
+    "IncompleteShardSetError",
     "PathOrFile",
     "RandomAccessError",
     "ReadAhead",
@@ -42,6 +44,7 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordReader",
     "TFRecordWriter",
+    "check_shard_set",
     "create_index",
     "detect_compression",
     "expand_paths",

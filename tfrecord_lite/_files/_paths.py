@@ -15,6 +15,11 @@ any fsspec URL; see :mod:`tfrecord_lite._files._fs`), the same way for both:
   ``data_tfrecord-00000-of-00012.gz`` ... ``data_tfrecord-00011-of-00012.gz``.
   A file that exists under the spec's own name (``model@2``) is that file.
   Every shard must exist (else ``FileNotFoundError`` naming the spec).
+
+A directory, a glob or a shard spec that holds shards of a set written by
+:class:`~tfrecord_lite.ShardedWriter` whose job did not finish is an
+:class:`~tfrecord_lite._files._shardset.IncompleteShardSetError`
+(:mod:`tfrecord_lite._files._shardset`).
 * an open binary file object (anything with ``read``), used as is
 
 The grammar is checked in this order: an existing file of that name; a shard
@@ -31,6 +36,7 @@ from typing import IO, Any, Optional, Union
 
 from .._errors import CorruptRecordError
 from . import _fs
+from ._shardset import MANIFEST_SUFFIX, check_shard_set
 from ._sniff import looks_like_tfrecord
 
 __all__ = [
@@ -115,11 +121,15 @@ def _heads(paths: list[str]) -> list[bytes]:
 
 def _directory(path: str) -> list[str]:
     files: list[str] = []
+    manifests: list[str] = []
     for full, is_file in _fs.listdir(path):
         name = _fs.split(full)[1]
+        if is_file and name.endswith(MANIFEST_SUFFIX):
+            manifests.append(full)
         if not is_file or not name or skipped_in_directory(name) is not None:
             continue
         files.append(full)
+    check_shard_set(files, manifests)
     if not files:
         raise FileNotFoundError(
             2, f"the directory holds no TFRecord files ({DIRECTORY_RULE})", str(path)
@@ -153,13 +163,15 @@ def _shards(path: str, prefix: str, count: int, suffix: str) -> list[str]:
     else:
         missing = [n for n in names if not os.path.isfile(n)]
     if missing:
-        what = "no shard" if len(missing) == count else f"{len(missing)} of {count} shards"
+        found = count - len(missing)
+        what = "no shard" if not found else f"only {found} of {count} shards"
         raise FileNotFoundError(
             2,
             f"shard spec: {what} of {prefix}-NNNNN-of-{count:05d}{suffix} found "
             f"(first missing: {str(missing[0])!r})",
             str(path),
         )
+    check_shard_set(names)
     return names
 
 
@@ -177,6 +189,7 @@ def _expand_one(
         matches = [p for p in _fs.glob(path) if not str(p).endswith(INDEX_SUFFIXES)]
         if not matches:
             raise FileNotFoundError(2, "no files match the pattern", str(path))
+        check_shard_set(matches, whole=False)
         return matches
     if _fs.isdir(path):
         return _directory(path)

@@ -21,6 +21,15 @@ the end: shards are written under hidden temporary names
 an interrupted job never looks like a complete data set; its temporary files are
 left for inspection.
 
+Completion is recorded, not inferred from names: the writer keeps a manifest beside
+the shards, ``_<name><suffix>.shards.json`` (:mod:`tfrecord_lite._files._shardset`),
+written as "not complete" when it opens and replaced by the complete one (each
+shard's name and record count) as the very last step of :meth:`ShardedWriter.close`,
+after every shard and index is under its final name. A job killed at any point
+before that, during ``close()`` included, leaves a set that readers of the directory,
+of a glob or of the ``name@N`` spec refuse (:class:`IncompleteShardSetError`), even
+when some shards already have their final names.
+
 On object stores (``s3://``, ``gs://`` ...) there is no rename, and an upload is
 visible only once it is complete. So:
 
@@ -52,10 +61,11 @@ import numpy as np
 from .._errors import ClosedError
 from .._record import RECORD_OVERHEAD, as_buffer
 from . import _fs
-from ._handles import named_for
+from ._handles import create_parent, named_for
 from ._index import write_index
 from ._options import TFRecordOptions
 from ._paths import shard_name
+from ._shardset import manifest_path, write_manifest
 from ._writer import TFRecordWriter
 
 __all__ = ["ShardedWriter"]
@@ -159,13 +169,19 @@ class ShardedWriter:
         self.paths: list[str] = []
         self.index_paths: list[str] = []
         self.shard_records: list[int] = []
-        if self._num_shards is not None:
-            try:
+        #: The set's manifest (see :mod:`tfrecord_lite._files._shardset`): written now as
+        #: not complete, replaced by the complete one when :meth:`close` has finished.
+        self.manifest_path = manifest_path(self.prefix, suffix)
+        try:
+            with named_for(self.prefix, self.manifest_path):
+                create_parent(self.manifest_path)
+                write_manifest(self.prefix, suffix)
+            if self._num_shards is not None:
                 for i in range(self._num_shards):
                     self._open.append(self._new_shard(i))
-            except BaseException:
-                self._discard()
-                raise
+        except BaseException:
+            self._discard()
+            raise
 
     @property
     def num_shards(self) -> Optional[int]:
@@ -286,6 +302,9 @@ class ShardedWriter:
                     lengths = np.diff(np.append(offsets, np.int64(shard.bytes)))
                     table = np.stack([offsets, lengths], axis=1)
                     self.index_paths.append(write_index(final + ".index", table))
+            # Last: the manifest that says the set is complete.
+            names = [_fs.split(p)[1] for p in self.paths]
+            write_manifest(self.prefix, self.suffix, list(zip(names, self.shard_records)))
             return list(self.paths)
 
     def _discard(self) -> None:
@@ -297,9 +316,12 @@ class ShardedWriter:
             with contextlib.suppress(OSError):
                 _fs.remove(shard.tmp_path)
         self._open = []
+        with contextlib.suppress(OSError):
+            _fs.remove(self.manifest_path)  # nothing was written
 
     def abort(self) -> None:
-        """Close every file without renaming: the shards stay under their temporary names."""
+        """Close every file without renaming: the shards stay under their temporary names
+        (and the manifest goes: no shard of this writer has a final name)."""
         with self._lock:
             if self._closed:
                 return
@@ -309,6 +331,9 @@ class ShardedWriter:
                     shard.writer._discard()  # URL: the upload is aborted, nothing appears
                 else:
                     shard.writer.close()
+            # No shard of this writer has a final name: there is no set to mark.
+            with contextlib.suppress(OSError):
+                _fs.remove(self.manifest_path)
 
     def __enter__(self) -> ShardedWriter:
         return self
