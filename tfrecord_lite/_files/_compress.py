@@ -275,6 +275,13 @@ SIZE_TOLERANCE = 1.03
 LADDER_STEPS = 2
 
 
+def _zlib_raw(data: bytes, level: int, bits: int) -> bytes:
+    """``data`` as one raw deflate stream by the standard zlib (``zlib.compress`` takes
+    ``wbits`` only from Python 3.11, so through a ``compressobj``)."""
+    z = zlib.compressobj(level, zlib.DEFLATED, -bits)
+    return z.compress(data) + z.flush()
+
+
 class _Trial:
     """A compressor that picks its encoder on its first input.
 
@@ -308,7 +315,7 @@ class _Trial:
         if sample:
             bits = _raw_bits(wbits)
             trial = sample[:TRIAL_BYTES]
-            limit = len(zlib.compress(trial, _zlib_level(level), -bits)) * SIZE_TOLERANCE
+            limit = len(_zlib_raw(trial, _zlib_level(level), bits)) * SIZE_TOLERANCE
             for backend, backend_level in _ladder(level, mem_level, strategy, flush_mode):
                 if len(_module(backend).compress(trial, backend_level, -bits)) <= limit:
                     name, chosen = backend, backend_level
