@@ -5,6 +5,7 @@
 #   make interop   real TensorFlow, tensorflow-datasets, Ray, Grain (.venv-interop) against ours
 #   make test-cloud    the object-store suite against local S3 / GCS servers (.venv-cloud)
 #   make test-cluster  Ray Data, Dask and Arrow on local clusters (.venv-cluster)
+#   make test-engines  Spark 4, Daft and Hugging Face datasets, started locally (.venv-engines)
 #   make protos    regenerate tfrecord_lite/*_pb2.py from protos/
 #   make bench     benchmarks/ (tfrecord_lite only);  make bench-peers: beside TF and `tfrecord`
 #   make bench-dataloader / bench-tfdata / bench-tfds / bench-scaleout / bench-cloud: one integration each
@@ -20,7 +21,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 
-.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz dist test-wheel test-pythons docs clean
+.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster test-engines protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz dist test-wheel test-pythons docs clean
 
 all: test
 
@@ -101,6 +102,18 @@ $(CLUSTER_VENV)/.installed: pyproject.toml tests/cluster/requirements.txt
 # cluster per session); test_arrow.py runs again with pandas present.
 test-cluster: $(CLUSTER_VENV)/.installed
 	TFRECORD_LITE_CLUSTER=1 $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cluster tests/integrations/test_arrow.py $(PYTEST_ARGS)
+
+# Spark 4 (local[2,2], the machine's Java 17), Daft's local runner and Hugging Face datasets,
+# in a venv of their own (no TensorFlow); s3:// reads go to a moto_server the suite starts.
+ENGINES_VENV := .venv-engines
+$(ENGINES_VENV)/.installed: pyproject.toml tests/engines/requirements.txt
+	$(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/engines/requirements.txt
+	touch $@
+
+# TFRECORD_LITE_ENGINES=1: tests/engines is collected only here (one Spark session per run).
+test-engines: $(ENGINES_VENV)/.installed
+	TFRECORD_LITE_ENGINES=1 $(ENGINES_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/engines $(PYTEST_ARGS)
 
 protos: install
 	$(PY) -m pip --disable-pip-version-check -q install -r protos/requirements.txt

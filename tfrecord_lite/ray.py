@@ -32,30 +32,25 @@ with one sub-folder per class -> labelled shards) as Ray tasks, one per shard.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import os
 import random
-import re
-import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
 from ._files import TFRecordWriter, shard_name
-from ._files import fs as _fs
 from ._tables import (
     DEFAULT_BATCH_SIZE,
     Paths,
     Piece,
     PieceReader,
     ReadPlan,
+    ShardJob,
     check_read_options,
     expand,
     require_ray_data,
     split_files,
-    table_records,
 )
 from ._tables import DEFAULT_RECORDS_PER_TASK as DEFAULT_RECORDS_PER_TASK
 
@@ -253,17 +248,13 @@ def read_tfrecords(
 
 # --------------------------------------------------------------------------- writing
 
-_SHARD_RE = r"-\d{5}-of-\d{5}"
-#: After a failed write, the job's directory is swept this often (seconds) ...
-FAILED_SWEEP_EVERY = 0.5
-#: ... until this many sweeps in a row find nothing to remove or abort ...
-FAILED_SWEEPS_QUIET = 4
-#: ... or for at most this long (seconds).
-FAILED_SWEEP_FOR = 30.0
-
 
 class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
-    """A :class:`ray.data.Datasink` writing TFRecord shards (see :func:`write_tfrecords`)."""
+    """A :class:`ray.data.Datasink` writing TFRecord shards (see :func:`write_tfrecords`).
+
+    The job's shards are a :class:`~tfrecord_lite._tables.ShardJob` (:attr:`shards`):
+    each write task writes its staging shard, the job's end names or removes them.
+    """
 
     def __init__(
         self,
@@ -278,41 +269,32 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
         storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         _require_ray()
-        if not prefix or "/" in prefix or os.sep in prefix:
-            raise ValueError(f"prefix must be a file name prefix, got {prefix!r}")
-        #: The output directory (a URL carries its storage options).
-        self.path = _fs.bind(path, storage_options)
-        self.url = _fs.is_url(self.path)
-        self.compression = compression
-        self.prefix = prefix
-        self.suffix = suffix
-        self.sequence_features = list(sequence_features) if sequence_features else None
+        #: The write job: staging shards, commit and clean-up.
+        self.shards = ShardJob(
+            path,
+            compression=compression,
+            prefix=prefix,
+            suffix=suffix,
+            sequence_features=sequence_features,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
         self._min_rows = min_rows_per_file
-        self.overwrite = overwrite
-        #: Unique per write job: staging names never collide with another job's.
-        self.job = uuid.uuid4().hex[:12]
-        #: The shards written, in order (set when the job completes).
-        self.paths: list[str] = []
-        #: Records per shard, in the order of :attr:`paths`.
-        self.shard_records: list[int] = []
 
-    # -- where things go
+    @property
+    def path(self) -> str:
+        """The output directory (a URL carries its storage options)."""
+        return self.shards.path
 
-    def _staging(self, task: int) -> str:
-        return _fs.join(self.path, f".{self.prefix}-{self.job}-{task:06d}.staging")
+    @property
+    def paths(self) -> list[str]:
+        """The shards written, in order (set when the job completes)."""
+        return self.shards.paths
 
-    def _entries(self) -> list[str]:
-        if self.url:  # other processes wrote here: a cached listing would miss their files
-            fs, root = _fs.filesystem(self.path)
-            with contextlib.suppress(Exception):
-                fs.invalidate_cache(root)
-        if not _fs.isdir(self.path):
-            return []
-        return [full for full, is_file in _fs.listdir(self.path) if is_file]
-
-    def _existing_shards(self) -> list[str]:
-        pattern = re.compile(re.escape(self.prefix) + _SHARD_RE + re.escape(self.suffix) + "$")
-        return [p for p in self._entries() if pattern.match(_fs.split(p)[1])]
+    @property
+    def shard_records(self) -> list[int]:
+        """Records per shard, in the order of :attr:`paths`."""
+        return self.shards.shard_records
 
     # -- the Datasink API
 
@@ -327,93 +309,24 @@ class TFRecordDatasink(_DatasinkBase):  # type: ignore[misc]
 
     def on_write_start(self, schema: Any = None) -> None:
         """Create the directory; refuse to mix with shards already there (unless overwrite)."""
-        if self.url:
-            fs, root = _fs.filesystem(self.path)
-            with contextlib.suppress(OSError, NotImplementedError):  # object stores: no dirs
-                fs.makedirs(root, exist_ok=True)
-        else:
-            os.makedirs(self.path, exist_ok=True)
-        if not self.overwrite:
-            old = self._existing_shards()
-            if old:
-                raise FileExistsError(
-                    f"{self.path!r} already holds shards named {self.prefix}-NNNNN-of-MMMMM "
-                    f"(e.g. {old[0]!r}); write elsewhere, pass another prefix=, or "
-                    "overwrite=True to replace them once the new ones are complete"
-                )
+        self.shards.start()
 
     def write(self, blocks: Any, ctx: Any) -> dict[str, Any]:
         """Write this task's blocks to its staging shard (whole, or not at all); say where."""
         from ray.data.block import BlockAccessor
 
-        staging = self._staging(int(ctx.task_idx))
-        rows = 0
-        # atomic: a local temporary file renamed onto the staging name when complete; on an
-        # object store an upload that becomes visible only when complete. A retry of this
-        # task rewrites the same staging shard whole.
-        with TFRecordWriter(staging, self.compression, atomic=True) as w:
-            for block in blocks:
-                table = BlockAccessor.for_block(block).to_arrow()
-                rows += w.write_all(table_records(table, sequence_features=self.sequence_features))
-        return {"task": int(ctx.task_idx), "staging": staging, "rows": rows}
-
-    @staticmethod
-    def _remove(paths: Sequence[str]) -> None:
-        for p in paths:
-            with contextlib.suppress(OSError):
-                _fs.remove(p)
-
-    def _leftovers(self) -> list[str]:
-        """Every staging or temporary file of this job still in the directory."""
-        return [p for p in self._entries() if self.job in _fs.split(p)[1]]
+        tables = (BlockAccessor.for_block(block).to_arrow() for block in blocks)
+        return self.shards.write(int(ctx.task_idx), tables)
 
     def on_write_complete(self, write_result: Any) -> None:
         """Rename the staging shards to ``<prefix>-NNNNN-of-MMMMM``; remove what is left over."""
-        returns = [r for r in write_result.write_returns if isinstance(r, dict)]
-        by_task: dict[int, dict[str, Any]] = {}
-        for r in returns:  # a re-executed task reports the same staging shard again
-            by_task[int(r["task"])] = r
-        done = [by_task[k] for k in sorted(by_task)]
-        keep = [r for r in done if r["rows"]] or done[:1]
-        old = self._existing_shards() if self.overwrite else []
-        if not keep:  # nothing was written at all: one empty, valid shard
-            empty = self._staging(0)
-            TFRecordWriter(empty, self.compression, atomic=True).close()
-            keep = [{"task": 0, "staging": empty, "rows": 0}]
-        total = len(keep)
-        finals = [
-            _fs.join(self.path, shard_name(self.prefix, i, total) + self.suffix)
-            for i in range(total)
-        ]
-        for r, final in zip(keep, finals):
-            _fs.rename(_fs.join(self.path, _fs.split(r["staging"])[1]), final)
-        self._remove([p for p in old if str(p) not in {str(f) for f in finals}])
-        self._remove(self._leftovers())
-        self.paths = [str(f) for f in finals]
-        self.shard_records = [int(r["rows"]) for r in keep]
+        self.shards.commit(write_result.write_returns)
 
     def on_write_failed(self, error: Exception) -> None:
-        """Remove every staging and temporary file of this job; no shard gets a final name.
-
-        On S3, uploads of this job's staging shards that tasks cancelled by the failure
-        left unfinished are aborted too. Ray does not wait for the write tasks the
-        failure cancelled: one may still complete its staging shard (or a part of an
-        upload) after a first sweep. So the directory is swept again every
-        :data:`FAILED_SWEEP_EVERY` seconds until :data:`FAILED_SWEEPS_QUIET` sweeps in
-        a row find nothing, for at most :data:`FAILED_SWEEP_FOR` seconds.
-        """
-        deadline = time.monotonic() + FAILED_SWEEP_FOR
-        quiet = 0
-        while True:
-            found = self._leftovers()
-            self._remove(found)
-            aborted: Optional[int] = None
-            with contextlib.suppress(OSError):
-                aborted = _fs.abort_uploads(self.path, self.job)
-            quiet = 0 if found or aborted else quiet + 1
-            if quiet >= FAILED_SWEEPS_QUIET or time.monotonic() >= deadline:
-                return
-            time.sleep(FAILED_SWEEP_EVERY)
+        """Remove every staging and temporary file of this job (see ``ShardJob.abort``):
+        no shard gets a final name, unfinished S3 uploads are aborted, and the directory
+        is swept until the write tasks the failure cancelled are done."""
+        self.shards.abort()
 
 
 def write_tfrecords(

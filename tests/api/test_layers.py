@@ -75,7 +75,7 @@ LAYERS: list[Layer] = [
     ),
     Layer(
         "integrations (optional extras)",
-        ("torch", "arrow", "ray", "dask", "tfds"),
+        ("torch", "arrow", "ray", "dask", "spark", "daft", "hf", "tfds"),
         peers_import=False,
     ),
     Layer("the command line", ("_cli",)),

@@ -18,6 +18,7 @@ import pytest
 import tfrecord_lite as tfr
 from tfrecord_lite import arrow as tfa
 from tfrecord_lite import ray as tfray
+from tfrecord_lite._tables import FAILED_SWEEPS_QUIET
 
 ray = pytest.importorskip("ray")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -260,16 +261,14 @@ def test_failed_job_leaves_no_shard_and_no_partial_file(ray_cluster: Any, tmp_pa
     assert shard_files(out) == []
 
 
-def test_a_failed_job_sweeps_until_cancelled_tasks_are_done(
-    tmp_path: Path, monkeypatch: Any
-) -> None:
+def test_a_failed_job_sweeps_until_cancelled_tasks_are_done(tmp_path: Path) -> None:
     """Ray does not wait for the write tasks a failure cancelled: a staging shard one
     of them completes after the first sweep is removed by a later one."""
     sink = tfray.TFRecordDatasink(tmp_path)
     sink.on_write_start()
-    Path(sink._staging(0)).write_bytes(b"complete before the failure")
+    Path(sink.shards.staging(0)).write_bytes(b"complete before the failure")
     (tmp_path / "unrelated.txt").write_bytes(b"not this job's")
-    late = Path(sink._staging(1))
+    late = Path(sink.shards.staging(1))
     sleeps: list[float] = []
 
     def sleep(seconds: float) -> None:  # the clean-up's pauses, made instant
@@ -277,12 +276,11 @@ def test_a_failed_job_sweeps_until_cancelled_tasks_are_done(
         if len(sleeps) == 2:  # a cancelled task finishes its shard between two sweeps
             late.write_bytes(b"complete after the first sweeps")
 
-    clock = SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
-    monkeypatch.setattr(tfray, "time", clock)
+    sink.shards.clock = SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
     sink.on_write_failed(RuntimeError("a row cannot be written"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["unrelated.txt"]
     # Found at sweep 3; then FAILED_SWEEPS_QUIET sweeps in a row found nothing.
-    assert len(sleeps) == 2 + tfray.FAILED_SWEEPS_QUIET
+    assert len(sleeps) == 2 + FAILED_SWEEPS_QUIET
 
 
 # --------------------------------------------------------------------------- image folders

@@ -1,7 +1,7 @@
 """The table layer the integrations share: the type mapping between parsed columns and
 Apache Arrow, the read plan (specs given or inferred, compiled once, and their Arrow
-schema), file pieces (one per read task) and reading them into tables, and the lazy
-imports of the optional engines.
+schema), file pieces (one per read task) and reading them into tables, write jobs whose shards
+are committed whole (:class:`ShardJob`), and the lazy imports of the optional engines.
 
 Arrow, Ray, Dask, Spark, Daft and Hugging Face build on these names only; none of
 them imports another integration.
@@ -20,16 +20,22 @@ from ._pieces import (
     split_files,
 )
 from ._plan import DEFAULT_BATCH_SIZE, ReadPlan, batches
+from ._shards import FAILED_SWEEP_EVERY, FAILED_SWEEP_FOR, FAILED_SWEEPS_QUIET, ShardJob
+from ._spec_json import spec_from_json, spec_to_json, specs_from_json, specs_to_json
 from ._to_arrow import FEATURE_LISTS_KEY, to_arrow
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_RECORDS_PER_TASK",
+    "FAILED_SWEEPS_QUIET",
+    "FAILED_SWEEP_EVERY",
+    "FAILED_SWEEP_FOR",
     "FEATURE_LISTS_KEY",
     "Paths",
     "Piece",
     "PieceReader",
     "ReadPlan",
+    "ShardJob",
     "batches",
     "check_read_options",
     "expand",
@@ -39,6 +45,10 @@ __all__ = [
     "require_dask_dataframe",
     "require_pyarrow",
     "require_ray_data",
+    "spec_from_json",
+    "spec_to_json",
+    "specs_from_json",
+    "specs_to_json",
     "split_file",
     "split_files",
     "table_records",

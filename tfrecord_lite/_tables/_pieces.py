@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from .._errors import TFRecordError
 from .._files import (
     TFRecordFile,
     TFRecordReader,
@@ -158,13 +159,13 @@ class PieceReader:
     def tables(self, piece: Piece) -> Iterator[pa.Table]:
         """The piece as tables of up to ``batch_size`` rows (a file without records: one
         empty table)."""
-        plan, size = self.plan, self.batch_size
+        size = self.batch_size
         if piece.start is not None and piece.stop is not None:
             with TFRecordFile(piece.path, piece.index_path, verify=self.verify) as f:
                 for a in range(piece.start, piece.stop, size):
-                    yield self._with_path(plan.convert(f[a : min(piece.stop, a + size)]), piece)
+                    yield self._convert(f[a : min(piece.stop, a + size)], piece, a)
             return
-        emitted = False
+        done = 0
         with TFRecordReader(
             piece.path, self.compression, verify=self.verify, on_error=self.on_error
         ) as reader:
@@ -172,11 +173,21 @@ class PieceReader:
             for record in reader:
                 batch.append(record)
                 if len(batch) == size:
-                    yield self._with_path(plan.convert(batch), piece)
-                    emitted = True
+                    yield self._convert(batch, piece, done)
+                    done += len(batch)
                     batch = []
-            if batch or not emitted:
-                yield self._with_path(plan.convert(batch), piece)
+            if batch or not done:
+                yield self._convert(batch, piece, done)
+
+    def _convert(self, records: Sequence[bytes], piece: Piece, first: int) -> pa.Table:
+        """A batch as a table; a record that does not parse is named by file and index."""
+        try:
+            table = self.plan.convert(records)
+        except TFRecordError as e:
+            if e.path is not None:
+                raise
+            raise e.with_location(path=piece.path, index_base=first) from None
+        return self._with_path(table, piece)
 
     def table(self, piece: Piece) -> pa.Table:
         """The whole piece as one table."""
