@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 from typing import Any, Callable
 
 import numpy as np
@@ -106,3 +107,34 @@ def run_in_fork(body: Callable[[], int], timeout: int = 20) -> int:
         os.close(r)
         os.waitpid(pid, 0)
     return said[0] if said else -1
+
+
+def _double_field(field: int, value: float) -> bytes:
+    return varint(field << 3 | 1) + struct.pack("<d", value)
+
+
+def event_records(n: int) -> list[bytes]:
+    """``n`` TensorBoard ``Event`` records as its summary writer frames them: the
+    ``file_version`` record first, then scalar summaries. Event: wall_time = 1
+    (double), step = 2 (int64), file_version = 3, summary = 5; Summary: value = 1;
+    Summary.Value: tag = 1, simple_value = 2 (float)."""
+    out = [_double_field(1, 1.7e9) + ld(3, b"brain.Event:2")]
+    for step in range(1, n):
+        value = ld(1, b"loss") + varint(2 << 3 | 5) + struct.pack("<f", 1.0 / step)
+        event = _double_field(1, 1.7e9 + step) + varint(2 << 3) + varint(step)
+        out.append(event + ld(5, ld(1, value)))
+    return out
+
+
+def elwc_records(n: int, per_list: int = 3) -> list[bytes]:
+    """``n`` TF-Ranking ``ExampleListWithContext`` records: examples = 1 (repeated
+    Example, ``per_list`` each), context = 2 (an Example). Their bytes are valid
+    UTF-8, so protobuf parses each as a SequenceExample with binary keys."""
+    out = []
+    for i in range(n):
+        items = b"".join(
+            ld(1, tfr.encode_example({"doc_id": [i * per_list + j], "title": [b"doc %d" % j]}))
+            for j in range(per_list)
+        )
+        out.append(items + ld(2, tfr.encode_example({"query": [f"query {i}".encode()]})))
+    return out

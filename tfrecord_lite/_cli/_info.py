@@ -13,6 +13,8 @@ import numpy as np
 from .._errors import ParseError
 from .._examples import (
     FeatureStats,
+    KindProbe,
+    RecordKind,
     add_records,
     schema_from_stats,
 )
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             records = data_bytes = parsed = not_examples = 0
             first_bad: Optional[int] = None
             damage: list[str] = []
+            probe = KindProbe()
             for item in salvage_file(path, on_bytes=bar.update, info=info):
                 if isinstance(item, Damage):
                     damage.append(damage_line(item, path, bool(info.compression)))
@@ -110,6 +113,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                     continue
                 records += 1
                 data_bytes += len(item.data)
+                probe.add(item.data)
                 if sample is not None and parsed + not_examples >= sample:
                     continue
                 try:
@@ -123,6 +127,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             report = _info_report(
                 path, info, records, data_bytes, parsed, not_examples, first_bad, stats, seq_stats
             )
+            _kind_report(report, probe.result())
             report["problems"] = damage
             reports.append(report)
             if not args.json:
@@ -178,6 +183,19 @@ def _info_report(
     return report
 
 
+def _kind_report(report: dict[str, Any], kind: RecordKind) -> None:
+    """Records that parse as Examples only by accident: say what they look like instead."""
+    if kind.is_example or report["record_type"] == "unknown":
+        return
+    report["record_type"] = "not Example"
+    report["looks_like"] = kind.looks_like
+    report["description"] = kind.describe()
+    report["not_example_reason"] = kind.evidence()
+    report["schema"] = None
+    report.pop("schema_error", None)
+    report.pop("stats", None)
+
+
 def _info_text(
     report: dict[str, Any],
     stats: dict[str, FeatureStats],
@@ -202,6 +220,10 @@ def _info_text(
         )
         return lines
     if kind is None:
+        return lines
+    if kind == "not Example":
+        lines.append(f"  record type:  {report['description']}")
+        lines.append(f"                {report['not_example_reason']}")
         return lines
     lines.append(f"  record type:  {kind}")
     scope = (

@@ -11,6 +11,7 @@ from typing import Any
 from .._errors import ParseError
 from .._examples import (
     DEFAULT_SAMPLE,
+    NotExampleError,
     infer_schema,
 )
 from ._common import (
@@ -42,6 +43,10 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     try:
         # the same call, with the same defaults, as tfr.infer_schema(files)
         schema = infer_schema(gen, args.sample, check=not args.no_check)
+    except NotExampleError as e:
+        if e.kind is None or not starts:
+            raise
+        raise e.kind.error(starts[0][1]) from None  # the file the records came from
     except ParseError as e:
         if e.index is not None and starts:
             before, path, first = next(x for x in reversed(starts) if x[0] <= e.index)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from .. import example_pb2
+from .._examples import KindProbe
 from .._files import Damage, SalvageInfo, salvage_file
 from ._common import (
     EXIT_DATA,
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     with ctx.bar(total_size(paths), "verify", "B") as bar:
         for path in paths:
             info = SalvageInfo()
-            good = problems = 0
+            good = problems = unparsed = 0
+            probe = KindProbe()
             for item in salvage_file(path, on_bytes=bar.update, info=info):
                 if isinstance(item, Damage):
                     problems += 1
@@ -53,17 +55,24 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                 good += 1
                 if args.no_parse:
                     continue
+                probe.add(item.data)
                 why = _parse_error(item.data)
                 if why:
                     problems += 1
-                    not_examples += 1
+                    unparsed += 1
                     where = "decompressed byte offset" if info.compression else "byte offset"
                     say(
                         bar,
                         f"{path}: record {item.index}, {where} {item.offset}: not a "
                         f"tf.train.Example or SequenceExample ({why})",
                     )
+            kind = probe.result()
+            if not kind.is_example and not unparsed:  # Examples only by accident
+                problems += 1
+                unparsed += 1
+                say(bar, f"{path}: {kind.explain()}")
             records += good
+            not_examples += unparsed
             if problems:
                 bad_files += 1
                 say(bar, f"FAILED {path}: {plural(problems, 'problem')}, {good:,} intact records")

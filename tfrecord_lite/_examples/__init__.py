@@ -26,6 +26,7 @@ from ._infer import (
     infer_schema,
     schema_from_stats,
 )
+from ._kind import KIND_SAMPLE, KindProbe, NotExampleError, RecordKind, detect_kind
 from ._parse import ParsePlan, compile_features, parse_example, parse_single_example
 from ._schema import (
     DType,
@@ -61,15 +62,19 @@ from ._values import RaggedValue, SparseValue
 
 __all__ = [
     "DEFAULT_SAMPLE",
+    "KIND_SAMPLE",
     "DType",
     "FeatureSpec",
     "FeatureStats",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "KindProbe",
+    "NotExampleError",
     "ParsePlan",
     "ParsedValue",
     "RaggedFeature",
     "RaggedValue",
+    "RecordKind",
     "Schema",
     "SequencePlan",
     "SparseFeature",
@@ -82,6 +87,7 @@ __all__ = [
     "compile_features",
     "compile_sequence_features",
     "concat_parsed",
+    "detect_kind",
     "encode_columns",
     "encode_example",
     "encode_sequence_example",

@@ -49,6 +49,7 @@ from google.protobuf.message import DecodeError
 from .. import example_pb2
 from .._errors import ParseError
 from .._files import PathOrFile, is_file_object, tf_record_iterator
+from ._kind import KindProbe
 from ._parse import parse_example
 from ._schema import (
     FeatureSpec,
@@ -224,6 +225,15 @@ def _records(source: Any, compression: Any, storage_options: Any = None) -> Iter
     return tf_record_iterator([first, *it], compression, storage_options=storage_options)
 
 
+def _source_name(source: Any) -> Optional[str]:
+    """The file ``source`` names, for an error (None for records or several files)."""
+    if isinstance(source, (list, tuple)) and len(source) == 1:
+        source = source[0]
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return None
+
+
 def _observe(stats: dict[str, FeatureStats], fmap: Any) -> None:
     for key, feature in fmap.items():
         st = stats.get(key)
@@ -316,7 +326,11 @@ def infer_schema(
     reads only the first ``sample`` records (lazily). Keys never set in what
     was read (only empty ``Feature()``) are left out, since their dtype is
     unknown. A key with different kinds in different records raises
-    :class:`~tfrecord_lite.ParseError`.
+    :class:`~tfrecord_lite.ParseError`. Records that are not Examples but parse
+    as ones by accident (a TensorBoard event file, TF-Ranking
+    ``ExampleListWithContext`` records: see :mod:`tfrecord_lite._examples._kind`)
+    raise ``NotExampleError`` (a ``ParseError``, so a ``ValueError``) naming the
+    file and what the records look like, instead of an empty schema.
     """
     if sample is not None and sample <= 0:
         raise ValueError(f"sample must be a positive number of records, got {sample}")
@@ -326,7 +340,11 @@ def infer_schema(
     checked = 0
     try:
         it = iter(records)
-        n = add_records(itertools.islice(it, sample), stats, seq_stats)
+        probe = KindProbe()
+        n = add_records(probe.watch(itertools.islice(it, sample)), stats, seq_stats)
+        kind = probe.result()
+        if not kind.is_example:  # another message that parses as an Example by accident
+            raise kind.error(_source_name(source))
         if check and sample is not None and n == sample:
             checked = _check_rest(it, stats, seq_stats, n)
     finally:
