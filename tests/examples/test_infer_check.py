@@ -115,6 +115,53 @@ def test_empty_feature_after_the_sample_like_the_taxi_data(tfr_path: Path) -> No
     assert tfr.read_examples(tfr_path)["trip_seconds"].to_list()[1924] == []
 
 
+def test_key_first_typed_after_the_sample_like_csv_example_gen(tfr_path: Path) -> None:
+    """A key the sample holds only as an empty Feature() and a later record as an empty
+    int64_list: the sampled read and a full read (and the command line) keep it."""
+    from tfrecord_lite.example_pb2 import Example
+
+    records = []
+    for i in range(2500):
+        e = Example()
+        e.features.feature["fare"].float_list.value.append(i / 4)
+        tract = e.features.feature["pickup_census_tract"]
+        if i < 1500:
+            tract.Clear()  # present, but an empty Feature(): its dtype is unknown
+        else:
+            tract.int64_list.SetInParent()  # an empty int64_list: an int64 feature
+        records.append(e.SerializeToString())
+    write(tfr_path, records)  # type: ignore[arg-type]
+    schema = tfr.infer_schema(tfr_path)
+    assert schema["pickup_census_tract"] == tfr.VarLenFeature(tfr.int64)
+    assert dict(schema) == dict(tfr.infer_schema(tfr_path, sample=None))
+    assert dict(tfr.infer_schema(tfr_path, sample=7)) == dict(schema)
+    assert_cli_agrees(tfr_path, tfr_path)
+    assert tfr.read_examples(tfr_path)["pickup_census_tract"].to_list()[2000] == []
+
+
+def test_key_first_typed_after_the_sample_then_another_kind(tfr_path: Path) -> None:
+    from tfrecord_lite.example_pb2 import Example
+
+    rows: list[Any] = []
+
+    for i in range(30):
+        e = Example()
+        e.features.feature["a"].int64_list.value.append(i)
+        k = e.features.feature["k"]
+        if i == 10:
+            k.int64_list.value.append(1)
+        elif i == 20:
+            k.float_list.value.append(1.0)
+        else:
+            k.Clear()
+        rows.append(e.SerializeToString())
+    write(tfr_path, rows)
+    for sample in (5, None):
+        with pytest.raises(tfr.ParseError, match="'k'") as err:
+            tfr.infer_schema(tfr_path, sample=sample)
+        assert err.value.key == "k"
+
+
 def test_later_records_with_another_count(tfr_path: Path) -> None:
     rows = [{"xy": [i, i + 1], "f": [0.5] * 3} for i in range(1200)]
     rows[1100]["xy"] = [1, 2, 3]

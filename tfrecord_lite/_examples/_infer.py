@@ -25,9 +25,19 @@ empty or holds with another number of values is widened from ``FixedLenFeature``
 to ``VarLenFeature``, so ``parse_example(records, schema)`` and
 :func:`read_examples` never fail on a valid file. A key that holds another kind
 in a later record (floats after ints) raises :class:`ParseError` naming the key,
-both kinds and the record: no spec parses both. Keys that first appear after
-the sample are not in the schema (parsing ignores them, as any key missing from
-a spec); ``sample=None`` reads every record in full and finds them too, and
+both kinds and the record: no spec parses both.
+
+**Which keys are in the schema** (one rule, whatever ``sample`` is, and the
+command line's ``schema`` the same): a key the records read in full hold is in
+the schema when some record of the file gives it a kind (``bytes_list``,
+``float_list`` or ``int64_list``, even with no values). A key the sample holds
+only as an empty ``Feature()`` (CSV ExampleGen's missing values) takes its kind
+from the first later record that gives it one (the check finds it by a byte
+search, confirmed by a parse) and becomes a ``VarLenFeature`` of that dtype,
+as a full read makes it; a key only ever empty is left out, its dtype unknown.
+Keys that first appear after the sample are not in the schema (parsing ignores
+them, as any key missing from a spec); ``sample=None`` reads every record in
+full and finds them too, and
 ``check=False`` reads the first ``sample`` records only (a quick look, whose
 fixed-length specs may not fit later records). The command line's ``schema``
 command runs the same function with the same defaults.
@@ -38,6 +48,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +69,7 @@ from ._schema import (
     VarLenFeature,
     dtype_of_kind,
 )
+from ._wire import encode_varint
 
 __all__ = [
     "FeatureStats",
@@ -323,9 +335,12 @@ def infer_schema(
     checked by the vectorized parser and specs that a later record does not fit
     are widened to ``VarLenFeature`` (see the module documentation), so the
     schema parses the whole file; an iterator is read to its end. ``check=False``
-    reads only the first ``sample`` records (lazily). Keys never set in what
-    was read (only empty ``Feature()``) are left out, since their dtype is
-    unknown. A key with different kinds in different records raises
+    reads only the first ``sample`` records (lazily). A key the sample holds
+    only as an empty ``Feature()`` gets the kind a later record gives it (a
+    ``VarLenFeature``), as with ``sample=None``; keys never given a kind (only
+    empty ``Feature()``) are left out, since their dtype is unknown; keys
+    first seen after the sample are not in the schema (see the module
+    documentation: which keys are in the schema). A key with different kinds in different records raises
     :class:`~tfrecord_lite.ParseError`. Records that are not Examples but parse
     as ones by accident (a TensorBoard event file, TF-Ranking
     ``ExampleListWithContext`` records: see :mod:`tfrecord_lite._examples._kind`)
@@ -390,7 +405,12 @@ def _check_rest(
         return n
     kinds = {k: st.kind for k, st in stats.items()}
     spec = {k: VarLenFeature(dtype_of_kind(kind)) for k, kind in kinds.items() if kind}
+    untyped = {k: _typed_entry(k) for k, st in stats.items() if not any(st.kinds.keys() - {None})}
     for chunk in _chunks(it, CHECK_CHUNK):
+        for key, kind in _first_kinds(chunk, untyped).items():
+            stats[key].kinds[kind] += 1  # typed here: checked from this chunk on
+            spec[key] = VarLenFeature(dtype_of_kind(kind))
+            del untyped[key]
         try:
             parsed = parse_example(chunk, spec)
         except ParseError as err:
@@ -409,6 +429,41 @@ def _check_rest(
             )
         n += len(chunk)
     return n
+
+
+def _typed_entry(key: str) -> re.Pattern[bytes]:
+    """The bytes of a ``Features`` map entry of ``key`` whose value has a kind (a
+    ``Feature`` that is not empty: its length is not 0 and it starts with the tag of
+    ``bytes_list`` / ``float_list`` / ``int64_list``)."""
+    name = key.encode("utf-8", "surrogatepass")
+    head = re.escape(b"\x0a" + encode_varint(len(name)) + name)
+    return re.compile(head + rb"\x12(?:[\x80-\xff]{1,9}[\x00-\x7f]|[\x01-\x7f])[\x0a\x12\x1a]")
+
+
+def _first_kinds(chunk: list[bytes], untyped: dict[str, re.Pattern[bytes]]) -> dict[str, str]:
+    """The kind the first record of ``chunk`` that types it gives each untyped key.
+
+    A byte search finds the records that may hold such an entry (C speed, no parse);
+    each candidate is then parsed to be sure.
+    """
+    if not untyped:
+        return {}
+    joined = b"".join(chunk)
+    ends = np.cumsum([len(r) for r in chunk])
+    found: dict[str, str] = {}
+    for key, pattern in untyped.items():
+        for match in pattern.finditer(joined):
+            record = chunk[int(np.searchsorted(ends, match.start(), side="right"))]
+            try:
+                msg = example_pb2.Example.FromString(record)
+            except (DecodeError, RuntimeError, ValueError):
+                continue  # the check parse reports it
+            feature = msg.features.feature.get(key)
+            kind = None if feature is None else feature.WhichOneof("kind")
+            if kind is not None:
+                found[key] = kind
+                break
+    return found
 
 
 def _add_chunk(
