@@ -45,7 +45,13 @@ unit                                            what it holds
 
 from . import _installed, compat, data, image, io, python_io, train
 from ._data import AUTOTUNE, TFRecordDataset
-from ._decoding import decode_image, decode_raw, encode_image
+from ._decoding import (
+    ImageFolderSummary,
+    decode_image,
+    decode_raw,
+    encode_image,
+    write_image_folder,
+)
 from ._errors import (
     ClosedError,
     CompressionError,
@@ -145,6 +151,7 @@ __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "GraphOnlyError",
+    "ImageFolderSummary",
     "NotExampleError",
     "ParseError",
     "RaggedFeature",
@@ -224,6 +231,7 @@ __all__ = [
     "uint32",
     "uint64",
     "write_examples",
+    "write_image_folder",
     "write_index",
 ]
 

@@ -165,7 +165,7 @@ def image_folder(out: str, per_class: int) -> None:
             shards,
             "--shards",
             "2",
-            "--encode",
+            "--format",
             "png",
             "--shuffle",
             "--seed",

@@ -462,7 +462,9 @@ def test_from_images_writes_shards_labels_and_skips_bad_files(image_dir, tmp_pat
         batch["image/class/label"], batch["image/class/text"], batch["image/filename"]
     ):
         assert text.decode() == names[label] and name.decode().startswith(names[label] + "/")
-    assert set(batch["image/format"].tolist()) == {b"jpeg"}
+    for fmt, name in zip(batch["image/format"], batch["image/filename"]):  # kept as they are
+        assert fmt == (b"png" if name.endswith(b".png") else b"jpeg")
+    assert "images: every image stored as its file is" in res.stdout
     from tfrecord_lite._decoding import decode_image
 
     img = decode_image(batch["image/encoded"][0])
@@ -482,11 +484,82 @@ def test_from_images_keeps_files_that_need_no_change(image_dir, tmp_path):
     assert stored == (image_dir / name).read_bytes()  # the JPEG file, byte for byte
 
 
+@pytest.fixture
+def mixed_image_dir(tmp_path: Path) -> Path:
+    """Noise PNGs (RGB, grayscale, RGBA) and a JPEG: what JPEG re-encoding would change."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    root = tmp_path / "mixed"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    Image.fromarray(rng.integers(0, 256, (8, 9, 3), dtype=np.uint8)).save(root / "a" / "rgb.png")
+    Image.fromarray(rng.integers(0, 256, (8, 9), dtype=np.uint8)).save(root / "a" / "gray.png")
+    rgba = rng.integers(0, 256, (8, 9, 4), dtype=np.uint8)
+    Image.fromarray(rgba, "RGBA").save(root / "b" / "alpha.png")
+    Image.fromarray(rng.integers(0, 256, (8, 9, 3), dtype=np.uint8)).save(root / "b" / "photo.jpg")
+    return root
+
+
+def stored(prefix: Path) -> dict[str, tuple[bytes, bytes, int]]:
+    out = {}
+    for rec in read(f"{prefix}-00000-of-00001"):
+        f = tfr.train.Example.FromString(rec).features.feature
+        name = f["image/filename"].bytes_list.value[0].decode()
+        out[name] = (
+            f["image/encoded"].bytes_list.value[0],
+            f["image/format"].bytes_list.value[0],
+            f["image/channels"].int64_list.value[0],
+        )
+    return out
+
+
+def test_from_images_keeps_every_file_as_it_is_by_default(mixed_image_dir, tmp_path):
+    res = run("from-images", mixed_image_dir, tmp_path / "keep")
+    assert res.returncode == 0, res.stderr
+    got = stored(tmp_path / "keep")
+    for name, (data, fmt, _) in got.items():
+        assert data == (mixed_image_dir / name).read_bytes()  # no lossy JPEG, no alpha lost
+        assert fmt == (b"jpeg" if name.endswith(".jpg") else b"png")
+    assert got["b/alpha.png"][2] == 4 and got["a/gray.png"][2] == 1
+    assert "images: every image stored as its file is" in res.stdout
+
+
+def test_from_images_converts_only_when_asked_and_says_so(mixed_image_dir, tmp_path):
+    from tfrecord_lite._decoding import decode_image
+
+    res = run("from-images", mixed_image_dir, tmp_path / "rgb", "--channels", "3")
+    assert res.returncode == 0, res.stderr
+    got = stored(tmp_path / "rgb")
+    pixels = [decode_image(data) for data, _, _ in got.values()]
+    assert {p.shape for p in pixels} == {(8, 9, 3)}  # a batch can be stacked
+    assert got["b/photo.jpg"][0] == (mixed_image_dir / "b" / "photo.jpg").read_bytes()
+    assert got["a/rgb.png"][0] == (mixed_image_dir / "a" / "rgb.png").read_bytes()
+    assert "1 to 3 channels x1" in res.stdout and "4 to 3 channels x1" in res.stdout
+    jpeg = run("from-images", mixed_image_dir, tmp_path / "jpeg", "--format", "jpeg")
+    assert "PNG to JPEG x3" in jpeg.stdout and "4 to 3 channels x1" in jpeg.stdout
+    assert {fmt for _, fmt, _ in stored(tmp_path / "jpeg").values()} == {b"jpeg"}
+    old = run("from-images", mixed_image_dir, tmp_path / "old", "--encode", "png")
+    assert old.returncode == 0 and "deprecated" in old.stderr and "--format png" in old.stderr
+    assert stored(tmp_path / "old")["b/alpha.png"][2] == 4
+
+
+def test_write_image_folder_in_python(mixed_image_dir, tmp_path):
+    summary = tfr.write_image_folder(mixed_image_dir, str(tmp_path / "py" / "ds"), channels=3)
+    assert summary.written == 4 and summary.classes == ["a", "b"]
+    assert dict(summary.conversions) == {"1 to 3 channels": 1, "4 to 3 channels": 1}
+    assert summary.paths == [str(tmp_path / "py" / "ds-00000-of-00001")]
+    assert (tmp_path / "py" / "labels.txt").read_text() == "a\nb\n"
+    kept = tfr.write_image_folder(mixed_image_dir, str(tmp_path / "k" / "ds"), shards=2)
+    assert kept.written == 4 and not kept.conversions and len(kept.paths) == 2
+
+
 def test_from_images_output_identical_whatever_workers(image_dir, tmp_path):
     outputs = []
     for workers in ("1", "2"):
         prefix = tmp_path / f"w{workers}" / "ds"
-        args = ["--shards", "2", "--workers", workers, "--encode", "png", "--size", "5x4"]
+        args = ["--shards", "2", "--workers", workers, "--format", "png", "--size", "5x4"]
         res = run("from-images", image_dir, prefix, *args, "--shuffle", "--allow-skips")
         assert res.returncode == 0, res.stderr
         outputs.append([Path(f"{prefix}-{i:05d}-of-00002").read_bytes() for i in range(2)])
@@ -495,7 +568,7 @@ def test_from_images_output_identical_whatever_workers(image_dir, tmp_path):
 
 def test_from_images_raw_reads_back_as_arrays(image_dir, tmp_path):
     prefix = tmp_path / "raw"
-    res = run("from-images", image_dir, prefix, "--encode", "raw", "--size", "4x3", "--allow-skips")
+    res = run("from-images", image_dir, prefix, "--format", "raw", "--size", "4x3", "--allow-skips")
     assert res.returncode == 0, res.stderr
     data = tfr.read_examples(f"{prefix}-00000-of-00001")
     assert data["image_raw"].shape == (12, 3, 4, 3) and data["image_raw"].dtype == np.uint8
@@ -532,7 +605,7 @@ def test_preview_grid_of_encoded_images(image_dir, tmp_path):
 
     prefix = tmp_path / "ds"
     res = run(
-        "from-images", image_dir, prefix, "--encode", "png", "--shuffle", "--allow-skips", "-q"
+        "from-images", image_dir, prefix, "--format", "png", "--shuffle", "--allow-skips", "-q"
     )
     assert res.returncode == 0, res.stderr
     png = tmp_path / "grid.png"

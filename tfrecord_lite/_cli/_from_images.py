@@ -5,11 +5,8 @@ TFRecord shards and ``labels.txt``, locally (worker processes) or on Ray.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import random
 import sys
-from collections.abc import Iterator
 from typing import Any, Optional
 
 from ._common import (
@@ -85,15 +82,29 @@ def _from_images_on_ray(args: argparse.Namespace, ctx: Ctx) -> int:
     return EXIT_DATA if result["skipped"] and not args.allow_skips else EXIT_OK
 
 
+def _format(args: argparse.Namespace) -> str:
+    """``--format``, or the deprecated ``--encode`` (which meant ``--format``)."""
+    if args.encode is not None:
+        if args.format is not None and args.format != args.encode:
+            raise UsageError("--encode is the old name of --format: give only --format")
+        print(
+            f"{PROG}: warning: --encode is deprecated, use --format {args.encode}",
+            file=sys.stderr,
+        )
+        return str(args.encode)
+    return str(args.format or "keep")
+
+
 def run(args: argparse.Namespace, ctx: Ctx) -> int:
+    fmt = _format(args)
     if args.engine == "ray":
         if not os.path.isdir(args.dir):
             raise UsageError(f"{args.dir!r} is not a directory")
         if args.index:
             raise UsageError("--index is not supported with --engine ray")
+        args.encode = fmt  # ImageOptions takes "keep" under its old name too
         return _from_images_on_ray(args, ctx)
-    from .._decoding import ImageOptions, convert_task, pil, scan_image_folder, worker_pool
-    from .._files import ShardedWriter
+    from .._decoding import pil, scan_image_folder, write_image_folder
 
     if not os.path.isdir(args.dir):
         if os.path.exists(args.dir):
@@ -111,19 +122,10 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     out = args.out
     if os.path.isdir(out) or out.endswith(("/", os.sep)):
         out = os.path.join(out, os.path.basename(os.path.abspath(args.dir)) or "images")
-    out_dir = os.path.dirname(out) or "."
-    os.makedirs(out_dir, exist_ok=True)
-    options = ImageOptions(
-        size=args.size, encode=args.encode, channels=args.channels, quality=args.quality
-    )
-    order = list(folder.files)
-    if args.shuffle:
-        random.Random(args.seed).shuffle(order)
-    tasks = [(folder.root, rel, label, folder.classes[label], options) for rel, label in order]
-    counts = [0] * len(folder.classes)
-    for _, label in order:
-        counts[label] += 1
     if not ctx.quiet:
+        counts = [0] * len(folder.classes)
+        for _, label in folder.files:
+            counts[label] += 1
         for name, c in zip(folder.classes, counts):
             if c == 0:
                 print(f"{PROG}: warning: class {name!r} has no images", file=sys.stderr)
@@ -134,56 +136,45 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                 f"images by name or not in a class folder: {names}",
                 file=sys.stderr,
             )
-    workers = args.workers or _default_workers(len(tasks))
-    shards = args.shards
-    skipped: list[str] = []
-    written = 0
-    pools = contextlib.ExitStack()
-    pool = None
-    if workers > 1 and len(tasks) > 1:
-        # workers ignore Ctrl-C: the parent reports it once and cleans up
-        pool = pools.enter_context(worker_pool(workers))
-    comp = compression_arg(args.compression)
-    try:
-        writer = ShardedWriter(out, num_shards=shards, compression=comp, write_index=args.index)
-    except BaseException:
-        pools.close()
-        raise
-    try:
-        if pool is not None:
-            chunk = max(1, min(32, len(tasks) // (workers * 4)))
-            results: Iterator[tuple[Optional[bytes], Optional[str]]] = pool.imap(
-                convert_task, tasks, chunksize=chunk
+    channels = None if args.channels in (None, "auto") else int(args.channels)
+    with ctx.bar(len(folder.files), "images", "img") as bar:
+
+        def on_image(rel: str, why: Optional[str]) -> None:
+            if why is not None:
+                say(bar, f"{PROG}: skipped {os.path.join(args.dir, rel)}: {why}", err=True)
+            bar.update(1)
+
+        try:
+            summary = write_image_folder(
+                args.dir,
+                out,
+                shards=args.shards,
+                format=fmt,
+                channels=channels,
+                quality=args.quality,
+                size=args.size,
+                shuffle=args.shuffle,
+                seed=args.seed,
+                compression=compression_arg(args.compression),
+                write_index=args.index,
+                workers=args.workers or _default_workers(len(folder.files)),
+                on_image=on_image,
             )
-        else:
-            results = map(convert_task, tasks)
-        with ctx.bar(len(tasks), "images", "img") as bar:
-            for task, (example, why) in zip(tasks, results):
-                if example is None:
-                    skipped.append(task[1])
-                    say(bar, f"{PROG}: skipped {os.path.join(args.dir, task[1])}: {why}", err=True)
-                else:
-                    writer.write(example)
-                    written += 1
-                bar.update(1)
-    except BaseException:
-        writer.abort()
-        remove_inprogress(out, shards)
-        raise
-    finally:
-        pools.close()
-    paths = writer.close()
-    labels_path = os.path.join(out_dir, "labels.txt")
-    with open(labels_path, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as f:
-        f.write("".join(name + "\n" for name in folder.classes))
+        except BaseException:
+            remove_inprogress(out, args.shards)
+            raise
+    paths, written, skipped = summary.paths, summary.written, summary.skipped
     if not ctx.quiet:
         where = paths[0] if len(paths) == 1 else f"{paths[0]} ... {paths[-1]}"
-        classes = plural(len(folder.classes), "class", "classes")
+        classes = plural(len(summary.classes), "class", "classes")
         note = ""
         if skipped:
             verb = "was" if len(skipped) == 1 else "were"
             note = f"; {plural(len(skipped), 'file')} could not be decoded and {verb} skipped"
-        print(f"wrote {plural(written, 'image')} of {classes} to {where} and {labels_path}{note}")
+        print(
+            f"wrote {plural(written, 'image')} of {classes} to {where} and {summary.labels}{note}"
+        )
+        print(f"images: {summary.describe()}")
     if written == 0:
         print(f"{PROG}: error: no image could be read from {args.dir!r}", file=sys.stderr)
         return EXIT_DATA
@@ -198,15 +189,17 @@ def register(sub: Any) -> None:
         run,
         "turn a folder of class sub-folders of images into TFRecords",
         "DIR has one sub-folder per class. Each image becomes an Example with "
-        "image/encoded (or image_raw with --encode raw), image/format, image/class/label "
+        "image/encoded (or image_raw with --format raw), image/format, image/class/label "
         "(the class's position in sorted order), image/class/text, image/height, "
         "image/width, image/channels and image/filename. Images are dealt round-robin "
         "over the shards OUT-00000-of-0000N; labels.txt (one class per line) is written "
         "beside them. Files that cannot be decoded are reported and skipped (exit code "
-        "1 unless --allow-skips). The output is the same whatever --workers is.",
+        "1 unless --allow-skips). Each file's bytes are stored as they are unless "
+        "--format, --channels or --size asks for a change; the summary counts every "
+        "change made. The output is the same whatever --workers is.",
         examples_text(
             f"{PROG} from-images photos/ out/photos --shards 4 --size 224x224",
-            f"{PROG} from-images digits/ out/ --encode raw --channels 1 --workers 4",
+            f"{PROG} from-images digits/ out/ --format raw --channels 1 --workers 4",
         ),
     )
     p.add_argument("dir", metavar="DIR")
@@ -219,19 +212,29 @@ def register(sub: Any) -> None:
         help="resize every image to WIDTHxHEIGHT (default: keep)",
     )
     p.add_argument(
+        "--format",
+        choices=("keep", "jpeg", "png", "raw"),
+        default=None,
+        help="keep (default): each file's bytes as they are, its format in image/format; "
+        "jpeg / png: every image in that format (a file already in it that needs no "
+        "change is kept byte for byte); raw: uint8 pixels under image_raw",
+    )
+    p.add_argument(
         "--encode",
         choices=("jpeg", "png", "raw"),
-        default="jpeg",
-        help="how to store pixels (default jpeg; a JPEG/PNG file that needs no "
-        "change is stored byte for byte)",
+        default=None,
+        help=argparse.SUPPRESS,  # the deprecated name of --format
     )
     p.add_argument(
         "--channels",
-        choices=("auto", "1", "3"),
-        default="auto",
-        help="1 grayscale, 3 RGB, auto: grayscale stays grayscale (default)",
+        choices=("auto", "1", "3", "4"),
+        default=None,
+        help="1 grayscale, 3 RGB, 4 RGBA (default: keep each image's; --format jpeg "
+        "drops alpha, which JPEG cannot hold, and says so)",
     )
-    p.add_argument("--quality", type=int, default=95, help="JPEG quality (default 95)")
+    p.add_argument(
+        "--quality", type=int, default=95, help="JPEG quality of converted images (default 95)"
+    )
     p.add_argument(
         "--workers",
         type=positive_int,

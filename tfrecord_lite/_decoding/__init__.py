@@ -6,11 +6,13 @@ Other units import from this package only, and only these names.
 
 from ._display import display_array, draw_grid
 from ._folders import (
+    ImageFolderSummary,
     ImageOptions,
     convert_task,
     scan_image_folder,
     sniff_image,
     worker_pool,
+    write_image_folder,
 )
 from ._images import decode_image, encode_image
 from ._jpeg import decode_jpeg_pixels
@@ -20,6 +22,7 @@ from ._tensor import decode_json_example, parse_tensor, serialize_tensor
 from ._tf_images import decode_jpeg, decode_png, encode_jpeg, encode_png, tf_decode_image
 
 __all__ = [
+    "ImageFolderSummary",
     "ImageOptions",
     "convert_task",
     "decode_image",
@@ -41,4 +44,5 @@ __all__ = [
     "sniff_image",
     "tf_decode_image",
     "worker_pool",
+    "write_image_folder",
 ]

@@ -19,15 +19,15 @@ same folder always gives the same records, whatever the number of workers.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import random
 import re
 import signal
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -38,15 +38,20 @@ from ._pillow import pil
 
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "IMAGE_FORMATS",
     "ImageFolder",
+    "ImageFolderSummary",
     "ImageOptions",
     "convert_task",
     "ignore_sigint",
     "image_example",
+    "image_record",
+    "image_task",
     "make_digit_folder",
     "scan_image_folder",
     "sniff_image",
     "worker_pool",
+    "write_image_folder",
 ]
 
 #: File name endings taken as images (case-insensitive); other files are ignored.
@@ -195,83 +200,118 @@ def scan_image_folder(root: str) -> ImageFolder:
     return ImageFolder(root, classes, files, sorted(ignored))
 
 
+#: What ``format`` may be: keep each file's bytes, or store every image as one format.
+IMAGE_FORMATS = ("keep", "jpeg", "png", "raw")
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+#: Source formats stored as they are with ``format="keep"`` (else re-encoded as PNG
+#: when a change is asked for: Pillow writes these two).
+_ENCODABLE = {"JPEG": "jpeg", "PNG": "png"}
+
+
 @dataclass(frozen=True)
 class ImageOptions:
     """How :func:`image_example` stores an image.
 
-    ``size``: ``(width, height)`` to resize to, or None to keep each image's size.
-    ``encode``: ``"jpeg"``, ``"png"`` (under ``image/encoded``) or ``"raw"`` (uint8
-    pixels under ``image_raw``, with ``image_raw/shape`` and ``image_raw/dtype`` so
-    :func:`tfrecord_lite.read_examples` returns the images as an array).
-    ``channels``: ``"auto"`` (grayscale stays 1 channel, everything else RGB),
-    ``"1"`` or ``"3"``. ``quality``: JPEG quality.
+    ``format``: ``"keep"`` (default: each file's bytes as they are, its format under
+    ``image/format``; re-encoded in its own format only when ``size`` or ``channels``
+    asks for a change, GIF/BMP/WebP/TIFF then as PNG), ``"jpeg"`` or ``"png"`` (every
+    image in that format; a file already in it that needs no change is kept byte for
+    byte) or ``"raw"`` (uint8 pixels under ``image_raw``, with ``image_raw/shape`` and
+    ``image_raw/dtype`` so :func:`tfrecord_lite.read_examples` returns an array).
+    ``channels``: None (keep each image's: grayscale stays 1, RGBA 4; JPEG cannot hold
+    alpha, so ``format="jpeg"`` drops it and says so), 1, 3 or 4. ``size``:
+    ``(width, height)`` to resize to, or None. ``quality``: JPEG quality.
+    ``encode`` is the deprecated name of ``format`` (``"jpeg"``, ``"png"``, ``"raw"``);
+    ``channels`` also takes the old strings ``"auto"`` (None), ``"1"``, ``"3"``.
     """
 
     size: Optional[tuple[int, int]] = None
-    encode: str = "jpeg"
-    channels: str = "auto"
+    format: str = "keep"
+    channels: Optional[Union[int, str]] = None
     quality: int = 95
+    encode: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        fmt = str(self.encode or self.format).lower()
+        if fmt == "jpg":
+            fmt = "jpeg"
+        if fmt not in IMAGE_FORMATS:
+            raise ValueError(f"format must be one of {', '.join(IMAGE_FORMATS)}, got {fmt!r}")
+        channels = self.channels
+        if isinstance(channels, str):
+            channels = None if channels == "auto" else int(channels)
+        if channels not in (None, 1, 3, 4):
+            raise ValueError(f"channels must be None, 1, 3 or 4, got {self.channels!r}")
+        if not 1 <= int(self.quality) <= 100:
+            raise ValueError(f"quality must be 1..100, got {self.quality}")
+        object.__setattr__(self, "format", fmt)
+        object.__setattr__(self, "channels", channels)
+        object.__setattr__(self, "encode", None)
 
 
-_PASS_MODES = {"auto": ("L", "RGB"), "1": ("L",), "3": ("RGB",)}
+def _resize(arr: npt.NDArray[np.uint8], size: tuple[int, int]) -> npt.NDArray[np.uint8]:
+    width, height = size
+    if arr.shape[1] == width and arr.shape[0] == height:
+        return arr
+    image_mod = pil()
+    resample = getattr(image_mod, "Resampling", image_mod).BILINEAR
+    return np.asarray(image_mod.fromarray(arr).resize((width, height), resample), np.uint8)
 
 
-def _pixels(data: bytes, options: ImageOptions) -> npt.NDArray[np.uint8]:
-    mode = {"1": "L", "3": "RGB"}.get(options.channels)
-    arr = decode_image(data, mode=mode)
-    if arr.ndim == 3 and arr.shape[2] == 2:  # gray + alpha: drop the alpha
-        arr = np.ascontiguousarray(arr[:, :, 0])
-    elif arr.ndim == 3 and arr.shape[2] == 4:  # RGBA: drop the alpha
-        arr = np.ascontiguousarray(arr[:, :, :3])
-    if options.size is not None:
-        width, height = options.size
-        if arr.shape[1] != width or arr.shape[0] != height:
-            image_mod = pil()
-            resample = getattr(image_mod, "Resampling", image_mod).BILINEAR
-            img = image_mod.fromarray(arr).resize((width, height), resample)
-            arr = np.asarray(img, dtype=np.uint8)
-    return arr
+def _depth(arr: npt.NDArray[np.uint8]) -> int:
+    return 1 if arr.ndim == 2 else int(arr.shape[2])
 
 
-def _mode_of(data: bytes) -> Optional[str]:
-    try:
-        with pil().open(io.BytesIO(data)) as img:
-            mode: str = img.mode
-            return mode
-    except Exception:
-        return None
-
-
-def image_example(
+def image_record(
     data: bytes, relpath: str, label: int, class_name: str, options: ImageOptions
-) -> bytes:
-    """One serialized Example for an image file's bytes.
+) -> tuple[bytes, list[str]]:
+    """One serialized Example for an image file's bytes, and the changes made to it
+    (``"PNG to JPEG"``, ``"4 to 3 channels"``, ``"resized"``; empty when the file's
+    bytes are stored as they are).
 
     Features: ``image/encoded`` (or ``image_raw`` + ``image_raw/shape`` +
     ``image_raw/dtype``), ``image/format``, ``image/class/label``,
     ``image/class/text``, ``image/height``, ``image/width``, ``image/channels``,
-    ``image/filename``. A JPEG (PNG) file stored as JPEG (PNG) at its own size and
-    colour mode is kept byte for byte. Undecodable bytes raise
-    :class:`tfrecord_lite.ParseError`.
+    ``image/filename``. Undecodable bytes raise :class:`tfrecord_lite.ParseError`.
     """
-    arr = _pixels(data, options)
-    height, width = int(arr.shape[0]), int(arr.shape[1])
-    channels = 1 if arr.ndim == 2 else int(arr.shape[2])
+    sniffed = sniff_image(data)
+    source = sniffed[0] if sniffed else (os.path.splitext(relpath)[1][1:].upper() or "IMAGE")
+    arr = decode_image(data)
+    native = _depth(arr)
+    want = None if options.channels is None else int(options.channels)
+    if want is None and options.format == "jpeg" and native in (2, 4):
+        want = native - 1  # JPEG holds no alpha
+    changes: list[str] = []
+    if want is not None and want != native:
+        arr = decode_image(data, mode=_MODES[want])
+        changes.append(f"{native} to {want} channels")
+    if options.size is not None:
+        before = arr.shape[:2]
+        arr = _resize(arr, options.size)
+        if arr.shape[:2] != before:
+            changes.append("resized")
+    height, width, channels = int(arr.shape[0]), int(arr.shape[1]), _depth(arr)
     feats: dict[str, Any] = {}
-    if options.encode == "raw":
+    if options.format == "raw":
         feats["image_raw"] = arr.tobytes()
         feats["image_raw/shape"] = np.array([height, width, channels], dtype=np.int64)
         feats["image_raw/dtype"] = np.dtype(np.uint8).str.encode()
         fmt = "raw"
+        changes.append(f"{source} to raw pixels")
     else:
-        fmt = options.encode
-        sniffed = sniff_image(data)
-        same_format = sniffed is not None and sniffed[0].lower() == fmt
-        resized = sniffed is not None and (sniffed[1], sniffed[2]) != (width, height)
-        if same_format and not resized and _mode_of(data) in _PASS_MODES[options.channels]:
-            encoded = bytes(data)
+        own = _ENCODABLE.get(source)
+        if options.format == "keep":
+            fmt = (own or source.lower()) if not changes else (own or "png")
+        else:
+            fmt = options.format
+        if not changes and (options.format == "keep" or own == fmt):
+            encoded = bytes(data)  # the file, byte for byte
         else:
             encoded = encode_image(arr, fmt, quality=options.quality)
+            if own != fmt:
+                changes.append(f"{source} to {fmt.upper()}")
+            elif not changes:
+                changes.append(f"{source} re-encoded")
         feats["image/encoded"] = encoded
     feats["image/format"] = fmt.encode()
     feats["image/class/label"] = int(label)
@@ -280,7 +320,14 @@ def image_example(
     feats["image/width"] = width
     feats["image/channels"] = channels
     feats["image/filename"] = os.fsencode(relpath.replace(os.sep, "/"))
-    return encode_example(feats)
+    return encode_example(feats), changes
+
+
+def image_example(
+    data: bytes, relpath: str, label: int, class_name: str, options: ImageOptions
+) -> bytes:
+    """One serialized Example for an image file's bytes (see :func:`image_record`)."""
+    return image_record(data, relpath, label, class_name, options)[0]
 
 
 _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
@@ -317,19 +364,135 @@ def worker_pool(workers: int) -> Iterator[Any]:
         pool.join()
 
 
-def convert_task(task: Task) -> tuple[Optional[bytes], Optional[str]]:
-    """Worker: ``(serialized Example, None)`` or ``(None, why it was skipped)``. Never raises."""
+def image_task(task: Task) -> tuple[Optional[bytes], Optional[str], list[str]]:
+    """Worker: ``(serialized Example, None, changes)`` or ``(None, why it was skipped,
+    [])``. Never raises (but ImportError: Pillow missing)."""
     root, rel, label, class_name, options = task
     try:
         with open(os.path.join(root, rel), "rb") as f:
             data = f.read()
-        return image_example(data, rel, label, class_name, options), None
+        example, changes = image_record(data, rel, label, class_name, options)
+        return example, None, changes
     except ImportError:
         raise
     except Exception as e:  # a bad file must never stop the whole job
         reason = str(getattr(e, "message", None) or e or type(e).__name__)
         reason = _BYTESIO.sub("(not a known image format)", reason)
-        return None, " ".join(reason.split())
+        return None, " ".join(reason.split()), []
+
+
+def convert_task(task: Task) -> tuple[Optional[bytes], Optional[str]]:
+    """Worker: ``(serialized Example, None)`` or ``(None, why it was skipped)``. Never raises."""
+    example, why, _ = image_task(task)
+    return example, why
+
+
+@dataclass
+class ImageFolderSummary:
+    """What :func:`write_image_folder` wrote.
+
+    ``paths``: the shards; ``labels``: the ``labels.txt`` path; ``classes``: class names
+    (label = position); ``per_class``: images found per class; ``written``: images
+    stored; ``skipped``: ``(relative path, why)`` of files that could not be decoded;
+    ``ignored``: files that are not images by name or not in a class folder;
+    ``conversions``: how many images each change was made to (``{"PNG to JPEG": 12,
+    "1 to 3 channels": 2}``; empty when every file was stored as it is).
+    """
+
+    paths: list[str]
+    labels: str
+    classes: list[str]
+    per_class: list[int]
+    written: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    conversions: Counter[str] = field(default_factory=Counter)
+
+    def describe(self) -> str:
+        """``changed: PNG to JPEG x4, 1 to 3 channels x2`` (or that none was)."""
+        if not self.conversions:
+            return "every image stored as its file is"
+        parts = ", ".join(f"{what} x{n}" for what, n in sorted(self.conversions.items()))
+        return f"changed: {parts}"
+
+
+def write_image_folder(
+    folder: str,
+    out_prefix: str,
+    *,
+    shards: int = 1,
+    format: str = "keep",
+    channels: Optional[int] = None,
+    quality: int = 95,
+    size: Optional[tuple[int, int]] = None,
+    shuffle: bool = False,
+    seed: int = 0,
+    compression: Optional[str] = None,
+    write_index: bool = False,
+    workers: int = 1,
+    on_image: Optional[Callable[[str, Optional[str]], None]] = None,
+) -> ImageFolderSummary:
+    """Write an image folder (one sub-folder per class, see the module documentation)
+    as TFRecord shards ``out_prefix-0000i-of-0000N`` of Examples, and ``labels.txt``
+    (one class per line) beside them.
+
+    By default (``format="keep"``, ``channels=None``) each file's bytes are stored as
+    they are, with their format under ``image/format``: nothing is re-encoded, no
+    channel or alpha is dropped. ``format="jpeg"`` / ``"png"`` / ``"raw"``,
+    ``channels=1|3|4`` and ``size=(width, height)`` convert (see :class:`ImageOptions`);
+    the summary's ``conversions`` counts every change made. Files that cannot be decoded
+    are skipped (``skipped``). ``workers`` processes decode in parallel (the output is
+    the same whatever their number). ``on_image(relative path, why skipped or None)``
+    is called after each file. Needs Pillow.
+    """
+    from .._files import ShardedWriter
+
+    options = ImageOptions(size=size, format=format, channels=channels, quality=quality)
+    pil()  # fail now, with the install hint, if Pillow is missing
+    scanned = scan_image_folder(folder)
+    out_dir = os.path.dirname(out_prefix) or "."
+    os.makedirs(out_dir, exist_ok=True)
+    order = list(scanned.files)
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    tasks = [(scanned.root, rel, label, scanned.classes[label], options) for rel, label in order]
+    per_class = [0] * len(scanned.classes)
+    for _, label in order:
+        per_class[label] += 1
+    summary = ImageFolderSummary(
+        [], os.path.join(out_dir, "labels.txt"), scanned.classes, per_class, ignored=scanned.ignored
+    )
+    with contextlib.ExitStack() as pools:
+        pool = None
+        if workers > 1 and len(tasks) > 1:
+            pool = pools.enter_context(worker_pool(workers))
+        writer = ShardedWriter(
+            out_prefix, num_shards=shards, compression=compression or "", write_index=write_index
+        )
+        try:
+            if pool is not None:
+                chunk = max(1, min(32, len(tasks) // (workers * 4)))
+                results: Iterator[tuple[Optional[bytes], Optional[str], list[str]]] = pool.imap(
+                    image_task, tasks, chunksize=chunk
+                )
+            else:
+                results = map(image_task, tasks)
+            for task, (example, why, changes) in zip(tasks, results):
+                if example is None:
+                    summary.skipped.append((task[1], why or "cannot be decoded"))
+                else:
+                    writer.write(example)
+                    summary.written += 1
+                    summary.conversions.update(changes)
+                if on_image is not None:
+                    on_image(task[1], why if example is None else None)
+        except BaseException:
+            writer.abort()
+            raise
+    summary.paths = [os.fspath(p) for p in writer.close()]
+    with open(summary.labels, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+        f.write("".join(name + "\n" for name in scanned.classes))
+    return summary
 
 
 # --------------------------------------------------------------------------- demo folder
