@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from typing import IO, Optional
 
 from .._errors import CorruptRecordError, DataLossError, TFRecordError, TruncatedRecordError
@@ -37,7 +38,7 @@ def copy_for_append(
 ) -> Optional[SkipReport]:
     """``mode="a"`` on a URL: the object is downloaded to a temporary file, checked (and
     repaired) as a local file would be, and copied into the new upload ``out``."""
-    local = _fs.download_to_temp(url)
+    local = _download_to_temp(url)
     if local is None:
         return None  # a new object
     try:
@@ -159,3 +160,21 @@ def _check_plain_tail(f: IO[bytes], size: int) -> Optional[tuple[int, int, DataL
             )
             return start, index - 1, bad, "data"
     return None
+
+
+def _download_to_temp(url: str) -> Optional[str]:
+    """Copy an object to a local temporary file (streaming); None if it does not exist."""
+    if not _fs.exists(url):
+        return None
+    fd, name = tempfile.mkstemp(prefix="tfrecord-lite-append-", suffix=".tfrecord")
+    try:
+        with os.fdopen(fd, "wb") as out, _fs.open_read(url) as src:
+            while True:
+                block = src.read(_fs.REMOTE_BLOCK_SIZE)
+                if not block:
+                    break
+                out.write(block)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return name

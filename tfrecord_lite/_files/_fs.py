@@ -439,9 +439,27 @@ _WARM: OrderedDict[tuple[str, int], Future[tuple[int, bytes]]] = OrderedDict()
 
 
 def _fetch(url: str, start: int, end: int) -> bytes:
+    """Bytes ``start`` to ``end`` of a URL: one ranged request, its answer checked.
+
+    An answer longer than the range asked for means the server ignored ``Range``
+    (HTTP 200 with the whole object): its bytes are not those asked for, so it is an
+    ``OSError`` naming the URL and what the server did, never data. (Shorter answers
+    are the end of the object: callers that know its size check them.)
+    """
     fs, p = filesystem(url)
     with errors(url, "read"):
-        return bytes(fs.cat_file(p, start=start, end=end))
+        data = bytes(fs.cat_file(p, start=start, end=end))
+    if len(data) > end - start:
+        raise OSError(
+            errno.EIO,
+            f"the server ignored the byte range of a ranged read: asked for bytes "
+            f"{start}-{end - 1} ({end - start} bytes), it sent {len(data)} bytes (a server "
+            "that does not honour Range answers HTTP 200 with the whole object). Reads "
+            "at an offset cannot be trusted here: copy the file locally first, or serve "
+            "it from a server that honours Range",
+            str(url),
+        )
+    return data
 
 
 def _first_block(url: str, block: int) -> tuple[int, bytes]:
@@ -709,7 +727,7 @@ def open_write(path: str, *, atomic: bool = False, append: bool = False) -> Outp
     :meth:`Output.discard` leaves nothing (locally: a temporary file renamed at
     commit; object stores: an upload completed at commit, aborted at discard;
     other URLs: a temporary object moved at commit). Appending to a URL rewrites the
-    object: see :func:`open_append_url`.
+    object (:mod:`tfrecord_lite._files._append`).
     """
     if not is_url(path):
         if atomic:
@@ -738,7 +756,7 @@ def open_write(path: str, *, atomic: bool = False, append: bool = False) -> Outp
         f = _builtin_open(path, "ab" if append else "wb", buffering=0)
         return Output(path, f, False, f.close, f.close)
     if append:
-        raise ValueError("open_write(append=True) is for local files; see open_append_url")
+        raise ValueError("open_write(append=True) is for local files (a URL is rewritten)")
     fs, p = filesystem(path)
     store = protocol(path) in OBJECT_STORES
     target = path if (store or not atomic) else temp_name(path)
@@ -768,23 +786,3 @@ def open_write(path: str, *, atomic: bool = False, append: bool = False) -> Outp
 
     pending = _Upload(raw, path, publish=False)
     return Output(path, pending, True, commit_remote, discard_remote)  # type: ignore[arg-type]
-
-
-def download_to_temp(url: str) -> Optional[str]:
-    """Copy an object to a local temporary file (streaming); None if it does not exist."""
-    import tempfile
-
-    if not exists(url):
-        return None
-    fd, name = tempfile.mkstemp(prefix="tfrecord-lite-append-", suffix=".tfrecord")
-    try:
-        with os.fdopen(fd, "wb") as out, open_read(url) as src:
-            while True:
-                block = src.read(REMOTE_BLOCK_SIZE)
-                if not block:
-                    break
-                out.write(block)
-    except BaseException:
-        os.unlink(name)
-        raise
-    return name
