@@ -35,7 +35,7 @@ from _helpers import run_in_fork
 from conftest import COMPRESSIONS, make_records, read_all, write_tfrecord
 
 import tfrecord_lite as tfr
-from tfrecord_lite._files import _inflate, _stream
+from tfrecord_lite._files import FileInUseError, _inflate, _stream
 from tfrecord_lite._files._salvage import (
     Damage,
     Record,
@@ -810,8 +810,12 @@ def test_append_refuses_the_wrong_compression(tmp_path: Path) -> None:
     w = tfr.TFRecordWriter(unfinished, "GZIP")
     w.write(b"x")
     w.flush()
-    with pytest.raises(tfr.TruncatedRecordError):
+    with pytest.raises(FileInUseError):  # its writer is still open: refused outright
         tfr.TFRecordWriter(unfinished, "GZIP", mode="a")
+    copy = tmp_path / "copy"  # what a writer killed after flush() leaves
+    copy.write_bytes(unfinished.read_bytes())
+    with pytest.raises(tfr.TruncatedRecordError):
+        tfr.TFRecordWriter(copy, "GZIP", mode="a")
     w.close()
 
 

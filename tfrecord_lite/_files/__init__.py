@@ -26,11 +26,12 @@ from ._sharded import ShardedWriter
 from ._shardset import IncompleteShardSetError, check_shard_set
 from ._sniff import detect_compression
 from ._stream import READ_BLOCK_SIZE, read_batches, read_records
-from ._writer import TFRecordWriter
+from ._writer import FileInUseError, TFRecordWriter
 
 __all__ = [
     "READ_BLOCK_SIZE",
     "Damage",
+    "FileInUseError",
     "IncompleteShardSetError",
     "PathOrFile",
     "RandomAccessError",

@@ -12,13 +12,14 @@ import contextlib
 import itertools
 import os
 import secrets
+import stat
 import threading
 import weakref
 import zlib
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Optional, Union
 
-from .._errors import ClosedError
+from .._errors import ClosedError, TFRecordError
 from .._record import (
     RECORD_OVERHEAD,
     FramedRecords,
@@ -34,7 +35,12 @@ from ._handles import close_quietly, create_parent, describe, named_for, open_bi
 from ._options import TFRecordOptions, as_options
 from ._paths import PathOrFile, is_file_object
 
-__all__ = ["TFRecordWriter"]
+__all__ = ["FileInUseError", "TFRecordWriter"]
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock
+    fcntl = None  # type: ignore[assignment]
 
 
 #: TensorFlow's default zlib buffer sizes (``ZlibCompressionOptions``).
@@ -89,6 +95,13 @@ class TFRecordWriter:
     (downloaded, checked, uploaded with the new records at :meth:`close`; the old
     object stays as it was until then). A process killed mid-upload leaves nothing.
 
+    Two writers of one local file: in the default mode and with ``mode="a"`` a writer
+    holds an exclusive advisory lock (``flock``) on the file until :meth:`close`; a
+    second writer of the same path, in this process or another, raises
+    :class:`FileInUseError` before it truncates anything. (``atomic=True`` writers each
+    write their own temporary file: the last to close wins, whole. Object stores
+    cannot lock: the last upload to complete wins, whole.)
+
     The writer is safe to share between threads: each record is written whole.
     In a process forked from the one that opened it, it refuses to be used
     (``ValueError``): its buffer belongs to the parent.
@@ -141,8 +154,17 @@ class TFRecordWriter:
                 self._final_path = target
             elif append:
                 create_parent(target)
-                self.repaired = prepare_append(target, self.compression, repair)
-                self._file = open_binary(target, "ab", buffering=0)
+                existed = os.path.exists(target)
+                f = _open_locked(target, append=True)  # before the check: no one else writes
+                try:
+                    self.repaired = prepare_append(target, self.compression, repair)
+                except BaseException:
+                    f.close()
+                    if not existed:  # (made by the lock above: leave nothing)
+                        with contextlib.suppress(OSError):
+                            os.unlink(target)
+                    raise
+                self._file = f
             elif atomic:
                 create_parent(target)
                 tmp = _temp_path(target)
@@ -150,10 +172,11 @@ class TFRecordWriter:
                     self._file = open_binary(tmp, "xb", buffering=0)
                 self._tmp_path = tmp
                 self._final_path = target
-            else:
-                if not _fs.is_url(target):
-                    create_parent(target)
+            elif _fs.is_url(target):
                 self._file = open_binary(target, "wb", buffering=0)
+            else:
+                create_parent(target)
+                self._file = _open_locked(target, append=False)
         else:
             if atomic or append:
                 raise ValueError(
@@ -366,6 +389,39 @@ class TFRecordWriter:
             f"<TFRecordWriter {self.path!r} compression={self.compression!r} "
             f"records={self.records_written} {state}>"
         )
+
+
+class FileInUseError(TFRecordError, BlockingIOError):
+    """Another writer (in this process or another) has the file open: a second
+    ``TFRecordWriter`` of the same local path would silently destroy its records."""
+
+
+def _open_locked(path: str, *, append: bool) -> IO[bytes]:
+    """Open a local file for writing under an exclusive advisory lock (``flock``), which
+    it keeps until it is closed. Truncated (unless ``append``) only once the lock is
+    held: a second writer of the same path raises :class:`FileInUseError` and leaves the
+    first writer's records as they are."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a device or a pipe: no lock, no truncation
+            return os.fdopen(fd, "ab" if append else "wb", buffering=0)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise FileInUseError(
+                    "another TFRecordWriter (in this process or another) is writing this file: "
+                    "a second writer would destroy its records. Write to another path, or "
+                    "close the first writer before opening the file again",
+                    path=path,
+                ) from None
+        if not append:
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, "ab" if append else "wb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _record_buffer(record: object) -> Union[bytes, bytearray, memoryview]:
