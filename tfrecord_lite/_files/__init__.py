@@ -24,7 +24,7 @@ from ._reader import TFRecordReader, open
 from ._salvage import Damage, Record, SalvageInfo, salvage, salvage_file
 from ._sharded import ShardedWriter
 from ._shardset import IncompleteShardSetError, check_shard_set
-from ._sniff import detect_compression
+from ._sniff import NotATFRecordError, check_start, detect_compression, sniff_format
 from ._stream import READ_BLOCK_SIZE, read_batches, read_records
 from ._writer import FileInUseError, TFRecordWriter
 
@@ -33,6 +33,7 @@ __all__ = [
     "Damage",
     "FileInUseError",
     "IncompleteShardSetError",
+    "NotATFRecordError",
     "PathOrFile",
     "RandomAccessError",
     "ReadAhead",
@@ -46,6 +47,7 @@ __all__ = [
     "TFRecordReader",
     "TFRecordWriter",
     "check_shard_set",
+    "check_start",
     "create_index",
     "detect_compression",
     "expand_paths",
@@ -60,6 +62,7 @@ __all__ = [
     "salvage",
     "salvage_file",
     "shard_name",
+    "sniff_format",
     "tf_record_iterator",
     "write_index",
 ]

@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, Callable, Optional, Union, cast
 
 from .._errors import TFRecordError
-from .._record import HEADER_SIZE, RecordDecoder, SkipReport
+from .._record import RecordDecoder, SkipReport
 from ._handles import Closing, close_quietly, describe, open_binary
 from ._options import TFRecordOptions, wrong_compression
 from ._paths import PathOrFile, is_file_object
 from ._reader import ListHandout, TFRecordReader
-from ._sniff import detect_compression
+from ._sniff import SNIFF_BYTES, check_start, detect_compression
 from ._stream import read_batches
 
 __all__ = ["RecordIterator", "tf_record_iterator"]
@@ -146,8 +146,9 @@ class RecordIterator(ListHandout, Closing):
             if f is not None:
                 try:
                     start = f.tell()
-                    head = f.read(HEADER_SIZE)
+                    head = f.read(SNIFF_BYTES)
                     f.seek(start)
+                    check_start(head, self.path)
                     found = detect_compression(head)
                     if r.compression == "" or found == "":
                         self._tail = _PlainTail(f, owns, self.path, r, found)

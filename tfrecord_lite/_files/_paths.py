@@ -34,10 +34,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Optional, Union
 
-from .._errors import CorruptRecordError
 from . import _fs
 from ._shardset import MANIFEST_SUFFIX, check_shard_set
-from ._sniff import looks_like_tfrecord
+from ._sniff import SNIFF_BYTES, NotATFRecordError, looks_like_tfrecord, sniff_format
 
 __all__ = [
     "DIRECTORY_RULE",
@@ -112,11 +111,11 @@ def is_file_object(obj: object) -> bool:
 
 
 def _heads(paths: list[str]) -> list[bytes]:
-    """The first 12 bytes of each file (URLs fetched concurrently)."""
+    """The first bytes of each file, enough to sniff (URLs fetched concurrently)."""
     if not paths or not _fs.is_url(paths[0]) or len(paths) == 1:
-        return [_fs.head(p, 12) for p in paths]
+        return [_fs.head(p, SNIFF_BYTES) for p in paths]
     pool = _fs._pool()
-    return [f.result() for f in [pool.submit(_fs.head, p, 12) for p in paths]]
+    return [f.result() for f in [pool.submit(_fs.head, p, SNIFF_BYTES) for p in paths]]
 
 
 def _directory(path: str) -> list[str]:
@@ -136,10 +135,13 @@ def _directory(path: str) -> list[str]:
         )
     for full, first in zip(files, _heads(files)):
         if not looks_like_tfrecord(first):
-            raise CorruptRecordError(
-                f"{str(full)!r} in the directory {str(path)!r} is not a TFRecord file (its "
-                f"first bytes are neither a record header nor a GZIP/ZLIB stream): "
-                f"{DIRECTORY_RULE}. Move it out, or pass a glob or a list of the files to read",
+            what = sniff_format(first)
+            kind = f"it starts like {what}" if what else "its first bytes are neither a "
+            kind += "" if what else "record header nor a GZIP/ZLIB stream"
+            raise NotATFRecordError(
+                f"not a TFRecord file: {str(full)!r} in the directory {str(path)!r} ({kind}). "
+                "Move it out, or pass a glob or a list of the files to read "
+                f"({DIRECTORY_RULE})",
                 part="header",
                 path=full,
                 offset=0,

@@ -29,7 +29,7 @@ from .._record import (
 from . import _stream
 from ._handles import close_quietly, open_binary, remaining_size
 from ._inflate import StreamEnd, inflate
-from ._sniff import detect_compression
+from ._sniff import detect_compression, not_a_tfrecord
 from ._stream import DEFAULT_MAX_COMPRESSED_RECORD, READ_BLOCK_SIZE
 
 __all__ = [
@@ -279,7 +279,9 @@ def salvage_file(
 ) -> Iterator[Item]:
     """:func:`salvage` over a TFRecord file: plain, GZIP or ZLIB (``"auto"``: detected).
 
-    Errors carry the file's path; offsets are in the decompressed stream.
+    Errors carry the file's path; offsets are in the decompressed stream. A file that
+    is plainly another format (an image, JSON, text...) is one :class:`Damage`, a
+    :class:`~tfrecord_lite._files._sniff.NotATFRecordError`, and nothing more.
     ``on_bytes(n)`` is called with the number of file bytes read, block by block
     (for a progress bar); ``info`` receives the compression and the file's size.
     """
@@ -297,6 +299,10 @@ def salvage_file(
         if info is not None:
             info.compression = comp
             info.file_size = size
+        other = not_a_tfrecord(first, name)
+        if other is not None:  # an image, JSON, text...: one damage, the whole file
+            yield Damage(other, None, False)
+            return
         blocks = _file_blocks(f, first, on_bytes)
         chunks: Iterator[bytes] = _inflated(blocks, comp, name) if comp else blocks
         bound = _stream.DEFAULT_MAX_COMPRESSED_RECORD if comp else None

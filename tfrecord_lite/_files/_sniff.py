@@ -1,19 +1,36 @@
-"""What a file is, from its first bytes: plain, GZIP or ZLIB TFRecord, or none of them.
+"""What a file is, from its first bytes: plain, GZIP or ZLIB TFRecord, or what else.
 
 The one compression sniffer of the package. Auto-detection (``compression="auto"``,
 the readers' default), per file: a valid plain record header (its length CRC
 verifies) means plain, even if the bytes could also start a gzip or zlib stream;
 otherwise the gzip magic ``1f 8b`` means GZIP and a valid zlib header (CMF method
 8, check bits) means ZLIB; anything else is read as plain, so its error says so.
+
+Files that are plainly something else (an image, JSON, text, a NumPy or ZIP archive...)
+are told apart by :func:`sniff_format` and refused by :func:`check_start` with one
+line, :class:`NotATFRecordError` (``not a TFRecord file: starts like a JPEG image``),
+instead of a "corrupted record" with CRC values. Only signatures are trusted: bytes
+that match none are read as a (possibly damaged) TFRecord file, so ``on_error="skip"``
+still salvages a file whose first record is damaged.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
+from .._errors import CorruptRecordError
 from .._record import HEADER_SIZE, header_ok
 
-__all__ = ["detect_compression", "looks_like_tfrecord", "sniff_compression"]
+__all__ = [
+    "SNIFF_BYTES",
+    "NotATFRecordError",
+    "check_start",
+    "detect_compression",
+    "looks_like_tfrecord",
+    "not_a_tfrecord",
+    "sniff_compression",
+    "sniff_format",
+]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -48,3 +65,86 @@ def looks_like_tfrecord(head: bytes) -> bool:
     """True when a file's first bytes can start a TFRecord file (plain, GZIP or ZLIB);
     an empty file is one (of zero records)."""
     return not head or sniff_compression(head) is not None
+
+
+class NotATFRecordError(CorruptRecordError):
+    """The file is not a TFRecord file at all: its first bytes are those of another
+    format (the message says which). A :class:`~tfrecord_lite.CorruptRecordError`
+    (so a ``DataLossError`` and a ``ValueError``) at offset 0, with ``path``."""
+
+
+#: (signature at offset 0, what a file starting so is).
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"BM", "a BMP image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive (a NumPy .npz, a .zip, ...)"),
+    (b"\x93NUMPY", "a NumPy .npy array"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+    (b"PAR1", "a Parquet file"),
+    (b"ARROW1", "an Arrow file"),
+    (b"BZh", "a bzip2 stream"),
+    (b"\xfd7zXZ\x00", "an xz stream"),
+    (b"(\xb5/\xfd", "a Zstandard stream"),
+    (b"\x80\x04", "a Python pickle"),
+    (b"\x80\x05", "a Python pickle"),
+)
+
+
+#: The first bytes :func:`sniff_format` wants (fewer only when the file is shorter).
+SNIFF_BYTES = 64
+
+
+def sniff_format(head: bytes) -> Optional[str]:
+    """What a file that starts with ``head`` plainly is when it is *not* a TFRecord file
+    (``"a JPEG image"``, ``"JSON"``, ``"text"`` ...), else ``None``: a TFRecord file
+    (plain, GZIP, ZLIB), an empty one, or bytes that match no known format.
+
+    Give it the first :data:`SNIFF_BYTES` bytes (or the whole file, if shorter): text is
+    judged on all of them."""
+    head = head[:SNIFF_BYTES]
+    if not head or sniff_compression(head) is not None:
+        return None
+    for signature, what in _SIGNATURES:
+        if head.startswith(signature):
+            if signature == b"BM" and len(head) >= 6 and head[2:6] == bytes(4):
+                continue  # a BMP's size field is never 0
+            return what
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "a WebP image"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.start < len(head) - 3:
+            return None  # (a multi-byte character cut at the end is still text)
+        text = head[: err.start].decode("utf-8")
+    # (Fewer bytes than a record header: a file cut short, reported as such.)
+    if len(text) >= HEADER_SIZE and all(c.isprintable() or c in "\t\n\r" for c in text):
+        stripped = text.lstrip("\ufeff \t\r\n")
+        if stripped[:1] in ("{", "["):
+            return "JSON"
+        return "text"
+    return None
+
+
+def not_a_tfrecord(head: bytes, path: Optional[str]) -> Optional[NotATFRecordError]:
+    """The :class:`NotATFRecordError` for a file whose first :data:`SNIFF_BYTES` bytes (or
+    all of it) are those of another format (:func:`sniff_format`), else None."""
+    what = sniff_format(head)
+    if what is None:
+        return None
+    return NotATFRecordError(
+        f"not a TFRecord file: starts like {what}", part="header", path=path, offset=0, index=0
+    )
+
+
+def check_start(head: bytes, path: Optional[str]) -> None:
+    """Raise :func:`not_a_tfrecord`'s error, if there is one."""
+    err = not_a_tfrecord(head, path)
+    if err is not None:
+        raise err

@@ -41,7 +41,7 @@ from ._handles import (
 from ._inflate import StreamEnd, inflate_ahead
 from ._options import TFRecordOptions, reader_compression, wrong_compression
 from ._paths import PathOrFile, is_file_object
-from ._sniff import detect_compression
+from ._sniff import detect_compression, not_a_tfrecord
 
 __all__ = [
     "DEFAULT_MAX_COMPRESSED_RECORD",
@@ -202,6 +202,13 @@ def read_batches(
                 break
             first += more
         requested = compression
+        other = not_a_tfrecord(first, path)  # a JPEG, JSON, text...: said in one line
+        if other is not None:
+            if on_error == "raise":
+                raise other
+            report = SkipReport(path, 0, stream_size, "header", 0, other, to_end=True)
+            _reporter(on_skip, path)(report)  # the whole file, skipped
+            return
         found = detect_compression(first)
         if compression == "auto":
             compression = found

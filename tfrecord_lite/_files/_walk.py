@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import IO, Optional
 
 from .._record import HEADER_SIZE, LENGTH, RECORD_OVERHEAD, cut_short, header_error, header_ok
+from ._sniff import check_start
 
 __all__ = ["WALK_BLOCK", "walk_headers"]
 
@@ -47,6 +48,8 @@ def walk_headers(
             buf = f.read(WALK_BLOCK)
             buf_start = offset
             pos = 0
+            if offset == 0:
+                check_start(buf, path)  # an image, JSON, text...: said in one line
             if len(buf) < HEADER_SIZE:
                 raise cut_short(None, len(buf), offset, index).with_location(path=path)
         if not header_ok(buf, pos):
