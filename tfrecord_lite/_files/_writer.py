@@ -16,7 +16,7 @@ import stat
 import threading
 import weakref
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any, Optional, Union
 
 from .._errors import ClosedError, TFRecordError
@@ -191,6 +191,27 @@ class TFRecordWriter:
         self._pending = 0
         _OPEN_WRITERS.add(self)
 
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """An ``OSError`` that names no file (a full disk, an I/O error) re-raised naming
+        :attr:`path`, and saying what is left under it."""
+        try:
+            yield
+        except OSError as err:
+            if err.filename is not None or self.path is None:
+                raise
+            if self._tmp_path is not None or getattr(self, "_final_path", None) is not None:
+                kept = "nothing was kept under that name (the temporary file is removed)"
+            else:
+                kept = (
+                    "the file holds what was written before, possibly ending in a cut "
+                    "record: read it with on_error='stop', or write it again"
+                )
+            detail = err.strerror or str(err) or type(err).__name__
+            raise type(err)(
+                err.errno, f"{detail}: writing the TFRecord file failed; {kept}", self.path
+            ) from err
+
     @property
     def atomic(self) -> bool:
         """True for a writer that renames its temporary file onto :attr:`path` at close."""
@@ -218,14 +239,14 @@ class TFRecordWriter:
         object is a ``TypeError`` that says how to get the bytes.
         """
         data = _record_buffer(record)
-        with self._lock:
+        with self._lock, self._errors():
             self._check_open()
             self._append(data)
 
     def write_all(self, records: Iterable[Union[bytes, bytearray, memoryview]]) -> int:
         """Append every record of an iterable; return how many were written."""
         count = 0
-        with self._lock:
+        with self._lock, self._errors():
             self._check_open()
             if self._flush_mode != zlib.Z_NO_FLUSH:
                 for record in records:
@@ -306,7 +327,7 @@ class TFRecordWriter:
         operating system to put them on disk (survives a power cut). With
         ``atomic=True`` the records are in the temporary file until :meth:`close`.
         """
-        with self._lock:
+        with self._lock, self._errors():
             f = self._check_open()
             self._drain(zlib.Z_SYNC_FLUSH)
             f.flush()
@@ -320,7 +341,7 @@ class TFRecordWriter:
         caller is flushed but left open. With ``atomic=True`` the file is fsynced
         and renamed onto :attr:`path` (if that fails, the temporary file is removed).
         """
-        with self._lock:
+        with self._lock, self._errors():
             f = self._file
             if f is None:
                 return
