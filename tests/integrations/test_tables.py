@@ -1,0 +1,127 @@
+"""tfrecord_lite._tables, the layer every table integration shares, without any engine:
+specs as JSON, file pieces and reading them (errors named by file and record), and the
+write job whose shards are named only when every task has succeeded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfrecord_lite as tfr
+
+pytest.importorskip("pyarrow")
+
+from tfrecord_lite._tables import (
+    PieceReader,
+    ReadPlan,
+    ShardJob,
+    spec_from_json,
+    specs_from_json,
+    specs_to_json,
+    split_file,
+)
+
+SPECS = {
+    "a": tfr.FixedLenFeature([2], tfr.float32, [1.0, 2.0]),
+    "b": tfr.VarLenFeature(tfr.string),
+    "c": tfr.RaggedFeature(tfr.int64),
+    "d": tfr.FixedLenSequenceFeature([3], tfr.int64, allow_missing=True),
+    "e": tfr.FixedLenFeature([], tfr.int64),
+}
+
+
+def test_specs_round_trip_through_json() -> None:
+    back = specs_from_json(specs_to_json(SPECS))
+    assert back is not None
+    a = back["a"]
+    assert isinstance(a, tfr.FixedLenFeature) and list(a.shape) == [2] and a.dtype == tfr.float32
+    assert np.array_equal(a.default_value, [1.0, 2.0])
+    assert back["b"] == tfr.VarLenFeature(tfr.string)
+    assert isinstance(back["c"], tfr.RaggedFeature) and back["c"].dtype == tfr.int64
+    assert back["d"] == tfr.FixedLenSequenceFeature((3,), tfr.int64, allow_missing=True)
+    assert back["e"] == tfr.FixedLenFeature((), tfr.int64)
+
+
+def test_the_short_json_form_and_its_errors() -> None:
+    assert spec_from_json("x", "float32") == tfr.FixedLenFeature([], tfr.float32)
+    assert spec_from_json("x", "string[]") == tfr.VarLenFeature(tfr.string)
+    assert specs_from_json(None) is None and specs_from_json("  ") is None
+    with pytest.raises(ValueError, match="not valid JSON"):
+        specs_from_json("{label: int64}")
+    with pytest.raises(ValueError, match="'x': type 'SparseFeature'"):
+        specs_from_json('{"x": {"type": "SparseFeature", "dtype": "int64"}}')
+    with pytest.raises(ValueError, match="cannot be passed as a JSON feature spec"):
+        specs_to_json({"s": tfr.SparseFeature("i", "v", tfr.float32, 10)})
+
+
+def test_an_indexed_file_splits_into_record_ranges(tmp_path: Path) -> None:
+    path = str(tmp_path / "big.tfrecord")
+    tfr.write_examples(path, {"id": np.arange(1000)})
+    assert [p.rows for p in split_file(path, 300)] == [None]  # no index: one piece
+    tfr.create_index(path)
+    pieces = split_file(path, 300)
+    assert [(p.start, p.stop) for p in pieces] == [(0, 250), (250, 500), (500, 750), (750, 1000)]
+    reader = PieceReader(ReadPlan({"id": tfr.FixedLenFeature([], tfr.int64)}, None))
+    ids = [i for p in pieces for i in reader.table(p).column("id").to_pylist()]
+    assert ids == list(range(1000))
+    gz = str(tmp_path / "big.tfrecord.gz")
+    tfr.write_examples(gz, {"id": np.arange(1000)}, compression="GZIP")
+    assert len(split_file(gz, 300)) == 1  # compressed: read whole
+
+
+def test_a_record_that_does_not_parse_is_named_by_file_and_index(tmp_path: Path) -> None:
+    path = str(tmp_path / "mixed.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        for i in range(30):
+            w.write(tfr.encode_example({"v": [1.0] if i != 17 else [1.0, 2.0]}))
+    reader = PieceReader(ReadPlan({"v": tfr.FixedLenFeature([], tfr.float32)}, None), batch_size=8)
+    [piece] = split_file(path, 100)
+    with pytest.raises(tfr.ParseError) as info:
+        reader.table(piece)
+    assert info.value.path == path and info.value.index == 17
+    assert f"file {path!r}, record 17" in str(info.value)
+
+
+def _table(ids: range) -> object:
+    import pyarrow as pa
+
+    return pa.table({"id": pa.array(list(ids), pa.int64())})
+
+
+def test_a_job_names_its_shards_only_at_commit(tmp_path: Path) -> None:
+    job = ShardJob(tmp_path / "out", compression="GZIP")
+    job.start()
+    # task 1 writes twice (a retry): the same staging shard, rewritten whole
+    messages = [job.write(1, [_table(range(10, 20))]), job.write(0, [_table(range(10))])]
+    messages.append(job.write(1, [_table(range(10, 20))]))
+    messages.append(job.write(2, []))  # a task without rows gives no shard
+    assert not job.existing_shards()  # nothing has a final name yet
+    paths = job.commit(messages)
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["part-00000-of-00002", "part-00001-of-00002"]
+    assert [Path(p).name for p in paths] == names and job.shard_records == [10, 10]
+    ids = [int(tfr.parse_single_example(r, {"id": tfr.FixedLenFeature([], tfr.int64)})["id"])
+           for p in paths for r in tfr.tf_record_iterator(p, "auto")]  # fmt: skip
+    assert ids == list(range(20))  # every row once, in task order
+    with pytest.raises(FileExistsError, match="already holds shards"):
+        ShardJob(tmp_path / "out").start()
+
+
+def test_an_aborted_job_leaves_nothing_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "unrelated.txt").write_text("not the job's")
+    job = ShardJob(tmp_path)
+    job.start()
+    job.write(0, [_table(range(5))])
+    Path(job.staging(1) + ".tmp").write_bytes(b"a task killed mid-write")
+    sleeps: list[float] = []
+
+    class Clock:
+        monotonic = staticmethod(lambda: 0.0)
+        sleep = staticmethod(sleeps.append)
+
+    job.clock = Clock()
+    job.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unrelated.txt"]
+    assert len(sleeps) == 4  # swept until four sweeps in a row found nothing
