@@ -9,6 +9,7 @@ Needs ``datasets``: ``pip install "tfrecord-lite-np[hf]"``. No TensorFlow involv
                            images=["image/encoded"], class_labels={"label": names})
     ds[0]["image/encoded"]                       # a PIL image (datasets.Image)
     stream = tfhf.load_dataset("gs://bucket/train-*", streaming=True)   # IterableDataset
+    mnist = tfhf.load_tfds(tfds.builder_from_directory("~/tensorflow_datasets/mnist/3.0.1"))
     tfhf.write_tfrecords(ds, "out/", shards=8)   # out/part-00000-of-00008 ...
 
 :func:`load_dataset` is a ``datasets`` packaged-style builder (``ArrowBasedBuilder``):
@@ -52,7 +53,7 @@ from ._tables import (
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["hf_features", "load_dataset", "write_tfrecords"]
+__all__ = ["hf_features", "load_dataset", "load_tfds", "write_tfrecords"]
 
 try:  # the base class; without datasets the module still imports and explains itself on use
     from datasets import ArrowBasedBuilder as _BuilderBase
@@ -233,6 +234,33 @@ def load_dataset(
         return builder.as_streaming_dataset(split="train")
     builder.download_and_prepare(download_mode=download_mode)
     return builder.as_dataset(split="train", in_memory=bool(keep_in_memory))
+
+
+def load_tfds(builder: Any, split: str = "train", **kwargs: Any) -> Any:
+    """A ``datasets.Dataset`` (or, ``streaming=True``, an ``IterableDataset``) of one split
+    of a prepared TFDS directory, without TensorFlow.
+
+    ``builder`` is what ``tfrecord_lite.tfds.builder_from_directory(path)`` (or
+    ``tfrecord_lite.tfds.builder(name)``) returns. The columns are the records' stored
+    features (schema inferred, or ``features=``); TFDS ``Image`` features (one encoded
+    image per record) become ``datasets.Image`` and ``ClassLabel`` features
+    ``datasets.ClassLabel`` with the directory's class names. Other arguments as
+    :func:`load_dataset`.
+    """
+    info = builder.info
+    if split not in info.splits:
+        raise KeyError(f"{info.full_name} has no split {split!r}; it has {sorted(info.splits)}")
+    files = info.splits[split].filepaths
+    images: list[str] = list(kwargs.pop("images", ()))
+    labels: dict[str, list[str]] = dict(kwargs.pop("class_labels", None) or {})
+    for key, connector, stored in info.features.leaves(""):
+        kind = type(connector).__name__
+        rank = getattr(stored, "sequence_rank", 0)
+        if kind == "Image" and not rank and key not in images:
+            images.append(key)
+        elif kind == "ClassLabel" and not rank:
+            labels.setdefault(key, list(connector.names))
+    return load_dataset(files, images=images, class_labels=labels, **kwargs)
 
 
 # --------------------------------------------------------------------------- writing

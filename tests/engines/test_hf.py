@@ -126,3 +126,24 @@ def test_write_a_dataset_then_read_it_back(tmp_path: Path) -> None:
     assert [r["id"] for r in back] == list(ds["id"])  # the shards keep the rows' order
     with pytest.raises(FileExistsError, match="already holds shards"):
         tfhf.write_tfrecords(ds, tmp_path / "out")
+
+
+def test_a_tfds_directory(tmp_path: Path) -> None:
+    from tfrecord_lite import tfds
+
+    root = Path(__file__).resolve().parents[1] / "data" / "tfds" / "tfl_digits" / "small" / "3.0.1"
+    builder = tfds.builder_from_directory(root)
+    ds = tfhf.load_tfds(builder, "train", cache_dir=str(tmp_path / "cache"))
+    names = builder.info.features["label"].names
+    assert ds.features["image"] == datasets.Image()
+    assert ds.features["label"] == datasets.ClassLabel(names=names)
+    reference = list(builder.as_dataset(split="train", read_config=tfds.ReadConfig(
+        interleave_cycle_length=1)))  # fmt: skip
+    assert len(ds) == builder.info.splits["train"].num_examples == len(reference)
+    for row, ref in zip(ds, reference):  # the TFDS decode of the same records, in order
+        assert np.array_equal(np.asarray(row["image"]).reshape(ref["image"].shape), ref["image"])
+        assert row["label"] == int(ref["label"])
+    stream = tfhf.load_tfds(builder, "test", streaming=True)
+    assert sum(1 for _ in stream) == builder.info.splits["test"].num_examples
+    with pytest.raises(KeyError, match="no split 'nope'"):
+        tfhf.load_tfds(builder, "nope")
