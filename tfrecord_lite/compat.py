@@ -18,6 +18,7 @@ from typing import Any, Optional
 from . import data, image, io, python_io, train
 from ._data import TFRecordDataset
 from ._decoding import decode_raw
+from ._decoding import missing_attributes as _missing_attributes
 from ._examples import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -105,3 +106,6 @@ v1 = SimpleNamespace(
         "train",
     ],
 )
+
+#: A name TensorFlow has and this library leaves to NumPy: the error gives its one-liner.
+__getattr__ = _missing_attributes(__name__)

@@ -21,6 +21,7 @@ from ._data import (
     Dataset,
     TFRecordDataset,
 )
+from ._decoding import missing_attributes as _missing_attributes
 
 
 class experimental:
@@ -53,3 +54,6 @@ __all__ = [
     "TFRecordDataset",
     "experimental",
 ]
+
+#: A name TensorFlow has and this library leaves to NumPy: the error gives its one-liner.
+__getattr__ = _missing_attributes(__name__)

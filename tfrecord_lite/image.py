@@ -8,6 +8,10 @@ NumPy's / Pillow's business.
 """
 
 from ._decoding import decode_jpeg, decode_png, encode_jpeg, encode_png
+from ._decoding import missing_attributes as _missing_attributes
 from ._decoding import tf_decode_image as decode_image
 
 __all__ = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]
+
+#: A name TensorFlow has and this library leaves to NumPy: the error gives its one-liner.
+__getattr__ = _missing_attributes(__name__)

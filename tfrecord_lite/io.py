@@ -23,6 +23,7 @@ from ._decoding import (
     parse_tensor,
     serialize_tensor,
 )
+from ._decoding import missing_attributes as _missing_attributes
 from ._decoding import tf_decode_image as decode_image
 from ._examples import (
     FixedLenFeature,
@@ -66,3 +67,6 @@ __all__ = [
     "serialize_tensor",
     "tf_record_iterator",
 ]
+
+#: A name TensorFlow has and this library leaves to NumPy: the error gives its one-liner.
+__getattr__ = _missing_attributes(__name__)

@@ -16,6 +16,7 @@ and ``tf.python_io.tf_record_iterator(path, options)`` becomes
         ...
 """
 
+from ._decoding import missing_attributes as _missing_attributes
 from ._files import (
     TFRecordCompressionType,
     TFRecordOptions,
@@ -29,3 +30,6 @@ __all__ = [
     "TFRecordWriter",
     "tf_record_iterator",
 ]
+
+#: A name TensorFlow has and this library leaves to NumPy: the error gives its one-liner.
+__getattr__ = _missing_attributes(__name__)

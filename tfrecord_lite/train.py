@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from ._decoding import missing_attributes as _missing_attributes
 from ._errors import GraphOnlyError
 from .example_pb2 import Example, SequenceExample
 from .feature_pb2 import (
@@ -129,3 +130,7 @@ class Coordinator:
             "Coordinator",
             "nothing to coordinate: iterate over the dataset, `for batch in ds: ...`",
         )
+
+
+#: A name TensorFlow has and this library leaves to NumPy: the error gives its one-liner.
+__getattr__ = _missing_attributes(__name__)

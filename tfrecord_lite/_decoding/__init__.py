@@ -17,11 +17,14 @@ from ._folders import (
 from ._images import decode_image, encode_image
 from ._jpeg import decode_jpeg_pixels
 from ._pillow import pil, pil_image
+from ._porting import NUMPY_FOR_TF, PORTING_DOCS, missing_attributes, missing_name
 from ._raw import decode_raw
 from ._tensor import decode_json_example, parse_tensor, serialize_tensor
 from ._tf_images import decode_jpeg, decode_png, encode_jpeg, encode_png, tf_decode_image
 
 __all__ = [
+    "NUMPY_FOR_TF",
+    "PORTING_DOCS",
     "ImageFolderSummary",
     "ImageOptions",
     "convert_task",
@@ -36,6 +39,8 @@ __all__ = [
     "encode_image",
     "encode_jpeg",
     "encode_png",
+    "missing_attributes",
+    "missing_name",
     "parse_tensor",
     "pil",
     "pil_image",
