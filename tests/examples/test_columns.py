@@ -568,9 +568,11 @@ def test_column_without_length(tfr_path: Path) -> None:
         tfr.write_examples(tfr_path, {"x": 5})
 
 
-def test_sequence_example_file_points_to_parse_sequence_example(tfr_path: Path) -> None:
+def test_sequence_example_file_reads_as_parse_sequence_example(tfr_path: Path) -> None:
     with tfr.TFRecordWriter(tfr_path) as w:
         for i in range(3):
             w.write(tfr.encode_sequence_example({"id": i}, {"frames": [[1.0, 2.0]] * (i + 1)}))
-    with pytest.raises(ValueError, match="parse_sequence_example"):
-        tfr.read_examples(tfr_path)
+    out = tfr.read_examples(tfr_path)
+    assert out["id"].tolist() == [0, 1, 2]
+    assert out["frames/length"].tolist() == [1, 2, 3]
+    assert out["frames"].shape == (3, 3, 2)

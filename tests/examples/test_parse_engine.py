@@ -516,6 +516,8 @@ def _run(iterable: Any) -> list[Any]:
         for item in iterable:
             out.append(("ok", item))
     except (tfr.ParseError, ValueError) as err:
+        if getattr(err, "path", None) is not None and isinstance(err.__context__, tfr.ParseError):
+            err = err.__context__  # a pipeline names the file; parse_example's error is this
         out.append(("error", type(err).__name__, str(err), getattr(err, "index", None)))
     return out
 

@@ -30,7 +30,7 @@ from ._ops_batch import _Batch, _PaddedBatch, _RawBatch, _Unbatch
 from ._ops_errors import _IgnoreErrors
 from ._ops_interleave import _Interleave
 from ._ops_map import _Enumerate, _Filter, _Map
-from ._ops_parse import _Parse, _ParseBatch, _ParseSequence
+from ._ops_parse import _Parse, _ParseBatch, _ParseSequence, _ParseSequenceBatch
 from ._ops_shuffle import _seed_entropy, _Shuffle
 from ._ops_slice import _ElementShard, _Repeat, _Skip, _Take
 from ._plan import _plan, ignoring
@@ -145,11 +145,12 @@ class Dataset:
             source = source.copy(on_error=skip)
 
         first = ops[0] if ops else None
-        lists = isinstance(source, _Source) and isinstance(first, (_RawBatch, _ParseBatch))
-        if isinstance(first, (_RawBatch, _ParseBatch)) and lists:
+        batching = (_RawBatch, _ParseBatch, _ParseSequenceBatch)
+        lists = isinstance(source, _Source) and isinstance(first, batching)
+        if isinstance(first, batching) and lists:
             first.takes_lists = True  # cut the batches from the files' lists
         # Batches that only the parser sees are cut from the blocks read, uncopied.
-        spans = isinstance(first, _ParseBatch) or (
+        spans = isinstance(first, (_ParseBatch, _ParseSequenceBatch)) or (
             isinstance(first, _RawBatch)
             and lists
             and len(ops) > 1

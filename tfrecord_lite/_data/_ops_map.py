@@ -10,7 +10,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .._errors import TFRecordError
 from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
+from ._origin import failing
 
 
 def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
@@ -23,9 +25,14 @@ def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
 
 
 def _mapped(fn: Callable[[Any], Any], items: Iterator[Any]) -> Iterator[Any]:
+    """``fn`` of each item; an error about data names the item's record (see _origin)."""
     try:
         for x in items:
-            yield fn(x)
+            try:
+                y = fn(x)
+            except TFRecordError as err:
+                raise failing(err, x) from None
+            yield y
     finally:
         _close(items)
 
@@ -36,13 +43,21 @@ def _kept(
     try:
         if features is None:
             for x in items:
-                if pred(x):
+                try:
+                    keep = pred(x)
+                except TFRecordError as err:
+                    raise failing(err, x) from None
+                if keep:
                     yield x
         else:
             from .._examples import parse_single_example
 
             for x in items:
-                if pred(parse_single_example(x, features)):
+                try:
+                    keep = pred(parse_single_example(x, features))
+                except TFRecordError as err:
+                    raise failing(err, x) from None
+                if keep:
                     yield x
     finally:
         _close(items)
@@ -66,19 +81,27 @@ class _Map(_Op):
 def _parallel_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
     """``map`` on a thread pool, in order, with at most ``2 * workers`` calls in flight."""
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfrecord_lite-map")
-    inflight: deque[Future[Any]] = deque()
+    inflight: deque[tuple[Any, Future[Any]]] = deque()
     try:
         for x in items:
-            inflight.append(pool.submit(fn, x))
+            inflight.append((x, pool.submit(fn, x)))
             if len(inflight) >= 2 * workers:
-                yield inflight.popleft().result()
+                yield _answer(*inflight.popleft())
         while inflight:
-            yield inflight.popleft().result()
+            yield _answer(*inflight.popleft())
     finally:
-        for fut in inflight:
+        for _, fut in inflight:
             fut.cancel()
         pool.shutdown(wait=True)
         _close(items)
+
+
+def _answer(x: Any, fut: Future[Any]) -> Any:
+    """The result of ``fn(x)`` computed on a thread, its data errors placed."""
+    try:
+        return fut.result()
+    except TFRecordError as err:
+        raise failing(err, x) from None
 
 
 class _Filter(_Op):

@@ -9,7 +9,7 @@ from ._op import _Op
 from ._ops_batch import _Batch, _RawBatch
 from ._ops_errors import _IgnoreErrors, _skipping_op
 from ._ops_map import _Filter
-from ._ops_parse import _Parse, _ParseBatch
+from ._ops_parse import _Parse, _ParseBatch, _ParseSequence, _ParseSequenceBatch
 
 
 def _plan(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
@@ -44,7 +44,8 @@ def _fused(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
 
     ``parse(f)`` followed (through ops that do not look at elements: shuffle, take,
     skip, repeat, prefetch, and filters) by ``batch(n)`` becomes a raw batch and one
-    ``parse_example`` call per batch. Filters in between parse their element for the
+    ``parse_example`` call per batch; ``parse_sequence(...)`` followed (through those
+    ops, no filter) by ``batch(n)``, one ``parse_sequence_example`` call per batch. Filters in between parse their element for the
     predicate only. A ``batch`` with no parse or map before it gives lists of bytes.
     """
     out: list[Optional[_Op]] = list(ops)
@@ -60,7 +61,15 @@ def _fused(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
                 f = out[m]
                 if isinstance(f, _Filter) and f.features is None:
                     out[m] = _Filter(f.predicate, parse.features)
-            out[j] = _ParseBatch(op.batch_size, op.drop_remainder, parse.features)
+            out[j] = _ParseBatch(op.batch_size, op.drop_remainder, parse.features, parse.workers)
+            out[k] = None
+        elif isinstance(parse, _ParseSequence) and not any(
+            isinstance(out[m], _Filter) for m in range(k + 1, j)
+        ):
+            # As batch(n).parse_sequence(...): (context, feature_lists, lengths) per batch.
+            out[j] = _ParseSequenceBatch(
+                op.batch_size, op.drop_remainder, parse.plan, parse.workers
+            )
             out[k] = None
         elif k < 0 and records:
             out[j] = _RawBatch(op.batch_size, op.drop_remainder)

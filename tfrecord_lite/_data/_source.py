@@ -37,6 +37,7 @@ from ._lists import _every_list, _flatten_lists, _window_list
 from ._op import UNKNOWN_CARDINALITY, EpochKey, _close
 from ._ops_interleave import _interleave_lists
 from ._ops_shuffle import _rng
+from ._origin import _Chunks, chunk_table, registered
 from ._prefetch import _prefetch
 
 _T = TypeVar("_T")
@@ -130,8 +131,10 @@ class _Source:
         # only the last step hands out single records.
         # (Interleaving several files puts their records in lists of its own.)
         spans = spans and lists and src.cycle_length <= 1
+        # The blocks handed out, so that an error names its record's file (see _origin).
+        table = chunk_table(src.compression, 4 + 2 * src.cycle_length)
         readers: list[Callable[[], Iterator[Sequence[bytes]]]] = [
-            functools.partial(src._read_file, path, f, n_files, n_rec, i_rec, spans)
+            functools.partial(src._read_file, table, path, f, n_files, n_rec, i_rec, spans)
             for path, f in entries
         ]
         paths = [path for path, _ in entries]
@@ -159,10 +162,20 @@ class _Source:
         return max(_MIN_BLOCK, READ_BLOCK_SIZE // max(1, self.cycle_length))
 
     def _read_file(
-        self, path: str, f: int, n_files: int, n: int, i: int, spans: bool = False
+        self,
+        table: _Chunks,
+        path: str,
+        f: int,
+        n_files: int,
+        n: int,
+        i: int,
+        spans: bool = False,
     ) -> Iterator[Sequence[bytes]]:
+        """The records of one file this shard reads, each block entered in ``table``."""
+        window = self.windows.get(path) if self.windows else None
+        skip = window[0] if window is not None else 0
         if n == 1:
-            return self._stream(path, spans)
+            return registered(self._stream(path, spans), table, path, skip, 1)
         # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
         g = math.gcd(n_files, n)
         d = (i - f) % n
@@ -178,8 +191,10 @@ class _Source:
         ):
             index_path = find_index(path)
             if index_path is not None:
-                return self._read_indexed(path, index_path, r0, step)
-        return _every_list(self._stream(path, spans), r0, step)
+                lists = self._read_indexed(path, index_path, r0, step)
+                return registered(lists, table, path, r0, step)
+        lists = _every_list(self._stream(path, spans), r0, step)
+        return registered(lists, table, path, skip + r0, step)
 
     def _stream(self, path: str, spans: bool = False) -> Iterator[Sequence[bytes]]:
         """The file's records (CRCs checked, damaged ones raised or skipped), a list

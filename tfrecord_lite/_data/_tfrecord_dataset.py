@@ -206,33 +206,59 @@ class TFRecordDataset(Dataset):
 
     # -- element transformations
 
-    def parse(self, features: Mapping[str, Any]) -> TFRecordDataset:
+    def parse(
+        self,
+        features: Mapping[str, Any],
+        num_parallel_calls: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+    ) -> TFRecordDataset:
         """Parse each record as a ``tf.train.Example`` with ``features`` (as ``parse_single_example``).
 
         Followed by :meth:`batch`, the raw records are batched first and each batch
         parsed with one ``parse_example`` call (faster, and its output is exactly
         ``parse_example``'s). After ``batch``, each batch of raw records is parsed
         with ``parse_example`` too.
+
+        ``num_parallel_calls=N`` (or :data:`AUTOTUNE`: the number of CPUs) parses
+        chunks of about 8192 records on N threads, in order (``deterministic`` is
+        accepted as in tf.data; the order is always kept). It pays where the parse
+        engine releases the GIL (the compiled one, ``TFRECORD_LITE_ENGINE=jit``).
+
+        A :class:`~tfrecord_lite.Schema` of SequenceExamples (``infer_schema`` of a
+        SequenceExample file: its mapping is the context features, its
+        ``sequence_features`` the feature lists) is parsed as
+        :meth:`parse_sequence` would: ``(context, feature_lists)`` per record,
+        ``(context, feature_lists, lengths)`` per batch. Plain ``features`` on
+        SequenceExamples read only their context, with a
+        ``FeatureListsIgnoredWarning`` (a ``UserWarning``) naming the lists left out.
         """
         _spec_mapping("features", features)
+        lists = getattr(features, "sequence_features", None)
+        if lists:
+            return self.parse_sequence(dict(features), lists, num_parallel_calls)
         from .._examples import compile_features
 
-        new: TFRecordDataset = self._derive(_Parse(compile_features(features)))
+        workers = _threads("num_parallel_calls", num_parallel_calls)
+        new: TFRecordDataset = self._derive(_Parse(compile_features(features), workers))
         return new
 
     def parse_sequence(
         self,
         context_features: Optional[Mapping[str, Any]] = None,
         sequence_features: Optional[Mapping[str, Any]] = None,
+        num_parallel_calls: Optional[int] = None,
+        deterministic: Optional[bool] = None,
     ) -> TFRecordDataset:
         """Parse each record as a ``tf.train.SequenceExample`` (as ``parse_single_sequence_example``).
 
-        Each element becomes ``(context, feature_lists)``. After :meth:`batch`, each
+        Each element becomes ``(context, feature_lists)``. Batched, before or after
+        (``.batch(n).parse_sequence(...)`` or ``.parse_sequence(...).batch(n)``), each
         batch of raw records is parsed with one ``parse_sequence_example`` call and
         becomes ``(context, feature_lists, lengths)``, exactly as
         ``tf.data.TFRecordDataset(files).batch(n).map(lambda x:
         tf.io.parse_sequence_example(x, context_features, sequence_features))``
         hands it out; the records of consecutive batches are extracted together.
+        ``num_parallel_calls`` parses on threads, as in :meth:`parse`.
 
         >>> ds = tfrecord_lite.TFRecordDataset("clips.tfrecord")         # doctest: +SKIP
         >>> for context, lists, lengths in ds.batch(32).parse_sequence(  # doctest: +SKIP
@@ -249,7 +275,8 @@ class TFRecordDataset(Dataset):
         from .._examples import compile_sequence_features
 
         plan = compile_sequence_features(context_features, sequence_features)
-        new: TFRecordDataset = self._derive(_ParseSequence(plan))
+        workers = _threads("num_parallel_calls", num_parallel_calls)
+        new: TFRecordDataset = self._derive(_ParseSequence(plan, workers))
         return new
 
     def __repr__(self) -> str:

@@ -37,6 +37,7 @@ from ._encode_columns import _encode_columns_framed
 from ._infer import DEFAULT_SAMPLE, infer_schema
 from ._parse import compile_features, parse_example
 from ._schema import FeatureSpec, FixedLenSequenceFeature
+from ._sequence import parse_sequence_example
 from ._values import RaggedValue, SparseValue
 
 __all__ = ["concat_parsed", "read_examples", "write_examples"]
@@ -323,19 +324,30 @@ def read_examples(
     columns written by :func:`write_examples` (``key`` + ``key/shape`` +
     ``key/dtype``) come back as arrays of their original shape and dtype.
     The result has the layout of :func:`parse_example` over all records.
+
+    SequenceExample files (an inferred schema with feature lists, or a ``Schema``
+    with ``sequence_features`` given) come back as :func:`parse_sequence_example`
+    of all records: the context columns and the feature lists in one dict, each
+    list's lengths under ``key + "/length"``.
     """
     if features is None:
-        schema = infer_schema(
+        features = infer_schema(
             path, sample, compression=compression, storage_options=storage_options
         )
-        if schema.is_sequence:
-            raise ValueError(
-                "these are SequenceExample records: read them with "
-                "tfr.parse_sequence_example(records, context_features, sequence_features)"
-            )
-        specs = compile_features(dict(schema))
-    else:
-        specs = compile_features(features)
+    lists = getattr(features, "sequence_features", None)
+    if lists:
+        with TFRecordReader(
+            path, compression, verify=verify, storage_options=storage_options
+        ) as reader:
+            records = list(reader)
+        context, found, lengths = parse_sequence_example(records, dict(features), lists)
+        clash = sorted(set(context) & set(found))
+        if clash:
+            raise ValueError(f"keys {clash} are both context features and feature lists")
+        out: dict[str, Any] = {**context, **found}
+        out.update({f"{key}/length": n for key, n in lengths.items()})
+        return out
+    specs = compile_features(features)
     batches: list[dict[str, ParsedValue]] = []
     batch: list[bytes] = []
     with TFRecordReader(
