@@ -52,6 +52,7 @@ from ._decoding import (
     encode_image,
     write_image_folder,
 )
+from ._decoding import missing_attributes as _missing_attributes
 from ._errors import (
     ClosedError,
     CompressionError,
@@ -238,3 +239,7 @@ __all__ = [
 # The unrelated ``tfrecord-lite`` distribution installs a module of the same name: say so
 # when both are installed in this environment (one metadata look-up when it is not).
 _installed.check(__file__)
+
+#: ``tfr.reshape`` and the other TensorFlow tensor ops left to NumPy: the error gives the
+#: NumPy one-liner and points to the porting table.
+__getattr__ = _missing_attributes(__name__)
