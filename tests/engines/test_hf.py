@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _engine_data import FEATURES, PER_FILE, local_rows, write_shards
 
 import tfrecord_lite as tfr
+
+from ._engine_data import FEATURES, PER_FILE, local_rows, write_shards
 
 datasets = pytest.importorskip("datasets")
 
