@@ -125,3 +125,24 @@ def test_an_aborted_job_leaves_nothing_of_its_own(tmp_path: Path) -> None:
     job.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["unrelated.txt"]
     assert len(sleeps) == 4  # swept until four sweeps in a row found nothing
+
+
+@pytest.mark.parametrize(
+    ("module", "engine", "extra", "make"),
+    [
+        ("spark", "pyspark", "spark", lambda m: m.TFRecordDataSource({"path": "x"})),
+        ("daft", "daft", "daft", lambda m: m.read_tfrecords("x")),
+        ("hf", "datasets", "hf", lambda m: m.load_dataset("x")),
+    ],
+)
+def test_the_engine_modules_import_without_their_engine(
+    module: str, engine: str, extra: str, make: object
+) -> None:
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(engine) is not None:
+        pytest.skip(f"{engine} is installed here (make test-engines runs tfrecord_lite.{module})")
+    mod = importlib.import_module(f"tfrecord_lite.{module}")
+    with pytest.raises(ImportError, match=rf'pip install "tfrecord-lite-np\[{extra}\]"'):
+        make(mod)  # type: ignore[operator]
