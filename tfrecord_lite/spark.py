@@ -48,6 +48,7 @@ SequenceExample feature lists) and ``storage_options``.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
@@ -84,6 +85,8 @@ __all__ = [
 
 #: The name the data source is registered under: ``spark.read.format("tfrecord")``.
 FORMAT = "tfrecord"
+#: The environment variable that caps the threads GZIP/ZLIB use (see ``read``).
+THREADS_ENV = "TFRECORD_LITE_THREADS"
 
 
 def _pyspark_datasource() -> Any:
@@ -212,7 +215,14 @@ class _Reader(_ReaderBase):  # type: ignore[misc]
         return [_Partition(p) for p in self.pieces]
 
     def read(self, partition: _Partition) -> Iterator[Any]:
-        """The partition's records as Arrow record batches of Spark's column types."""
+        """The partition's records as Arrow record batches of Spark's column types.
+
+        Runs in a Spark Python worker, one of the processes Spark already runs per
+        core: unless its environment says otherwise, GZIP/ZLIB inflate in the calling
+        thread there (``TFRECORD_LITE_THREADS=1``) rather than in threads that would
+        compete with the other workers.
+        """
+        os.environ.setdefault(THREADS_ENV, "1")
         for table in self.reader.tables(partition.piece):
             yield from table.cast(self.arrow_schema).to_batches()
 
