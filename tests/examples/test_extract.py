@@ -342,9 +342,11 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
 
 def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
     monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
-    assert _jit.engine(10**6) == "numpy"  # auto: numpy until the compiled walk is faster
-    monkeypatch.setattr(_jit, "AUTO_PICKS_JIT", True)
+    # auto: the compiled engine where numba is installed, for batches big enough
+    assert _jit.AUTO_PICKS_JIT
+    assert _jit.engine(10**6) == ("jit" if HAS_NUMBA else "numpy")
     assert _jit.engine(1) == "numpy"  # one record never waits for a compile
+    assert _jit.engine(_jit.JIT_MIN_RECORDS - 1) == "numpy"
     assert _jit.engine(_jit.JIT_MIN_RECORDS) == ("jit" if HAS_NUMBA else "numpy")
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
     assert _jit.engine(10**6) == "numpy"

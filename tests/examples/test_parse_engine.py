@@ -864,41 +864,49 @@ def test_sequence_examples_read_fast_equal_the_generic_path(
     assert all(found is not None for found in seen[::2])
 
 
-@pytest.mark.parametrize(
-    "damage",
-    [
-        "unknown top field",
-        "context twice",
-        "list key twice",
-        "wrong kind in a step",
-        "unpacked then packed",
-        "truncated",
-        "non-ascii unread list key",
-        "malformed step of an unread list",
-    ],
-)
+SEQUENCE_DAMAGES = [
+    "unknown top field",
+    "context twice",
+    "list key twice",
+    "wrong kind in a step",
+    "unpacked then packed",
+    "truncated",
+    "non-ascii unread list key",
+    "malformed step of an unread list",
+]
+
+
+def _damaged_sequence(damage: str, record: bytes) -> bytes:
+    """A SequenceExample (``record`` damaged, or one of its own) no fast path reads."""
+    sensor = ld(1, ld(1, b"sensor") + ld(2, ld(1, ld(2, _list("float", [1.0, 2.0], "packed")))))
+    return {
+        "unknown top field": lambda: record + b"\x18\x01",
+        "context twice": lambda: record + ld(1, _entry(b"id", "int", [7], "packed")),
+        "list key twice": lambda: ld(2, sensor + sensor),
+        "wrong kind in a step": lambda: ld(
+            2, ld(1, ld(1, b"sensor") + ld(2, ld(1, ld(3, ld(1, b"\x01")))))
+        ),
+        "unpacked then packed": lambda: ld(
+            2, ld(1, ld(1, b"tokens") + ld(2, ld(1, ld(3, b"\x08\x05" + ld(1, b"\x06")))))
+        ),
+        "truncated": lambda: record[:-3],
+        "non-ascii unread list key": lambda: ld(2, ld(1, ld(1, "ключ".encode()) + ld(2, b""))),
+        # (found by the fuzz target: protobuf checks every list, read or not)
+        "malformed step of an unread list": lambda: ld(
+            2, ld(1, ld(1, b"zz") + ld(2, ld(1, b"\x12\x05\x0a")))
+        ),
+        "two kinds in a step": lambda: ld(
+            2, ld(1, ld(1, b"tokens") + ld(2, ld(1, ld(3, ld(1, b"\x05")) + ld(3, ld(1, b"\x06")))))
+        ),
+    }[damage]()
+
+
+@pytest.mark.parametrize("damage", SEQUENCE_DAMAGES)
 def test_unusual_sequence_examples_go_the_generic_way(damage: str, monkeypatch: Any) -> None:
     rng = random.Random(11)
     widths: dict[str, int | None] = {"sensor": 2, "frame": None, "tokens": None, "other": None}
     records = [_sequence_record(rng, widths) for _ in range(20)]
-    sensor = ld(1, ld(1, b"sensor") + ld(2, ld(1, ld(2, _list("float", [1.0, 2.0], "packed")))))
-    bad = {
-        "unknown top field": records[5] + b"\x18\x01",
-        "context twice": records[5] + ld(1, _entry(b"id", "int", [7], "packed")),
-        "list key twice": ld(2, sensor + sensor),
-        "wrong kind in a step": ld(
-            2, ld(1, ld(1, b"sensor") + ld(2, ld(1, ld(3, ld(1, b"\x01")))))
-        ),
-        "unpacked then packed": ld(
-            2, ld(1, ld(1, b"tokens") + ld(2, ld(1, ld(3, b"\x08\x05" + ld(1, b"\x06")))))
-        ),
-        "truncated": records[5][:-3],
-        "non-ascii unread list key": ld(2, ld(1, ld(1, "ключ".encode()) + ld(2, b""))),
-        # (found by the fuzz target: protobuf checks every list, read or not)
-        "malformed step of an unread list": ld(
-            2, ld(1, ld(1, b"zz") + ld(2, ld(1, b"\x12\x05\x0a")))
-        ),
-    }[damage]
+    bad = _damaged_sequence(damage, records[5])
     records[5] = bad
     context, lists = _sequence_specs(SEQ_CONTEXT)
     seen = _watch_sequences(monkeypatch)

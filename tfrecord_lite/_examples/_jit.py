@@ -6,14 +6,20 @@ there), and ``jit``, the numba kernels of :mod:`._jit_kernels` (with the
 ``jit`` extra: ``pip install 'tfrecord-lite-np[jit]'``). Records either leaves
 undecided go to the protobuf reference path.
 
-The engine is chosen at run time from ``TFRECORD_LITE_ENGINE``: ``numpy`` (the
-default, also ``auto``), or ``jit`` (without numba installed: ``ImportError``).
-The compiled walk is correct (tested equal to the reference path) but not yet
-faster than the NumPy one on the benchmark data, so ``auto`` does not pick it
-yet; where it does, a batch of fewer than :data:`JIT_MIN_RECORDS` records (a
-single record, a CLI ``head``) stays on ``numpy`` and never waits for a
-compile (:data:`AUTO_PICKS_JIT`). ``TFRECORD_LITE_FASTPATH=0`` turns both off
-(protobuf only, for debugging).
+The engine is chosen at run time from ``TFRECORD_LITE_ENGINE``: ``auto`` (the
+default: ``jit`` where numba is installed, for batches of
+:data:`JIT_MIN_RECORDS` records or more, else ``numpy``), ``numpy``, or ``jit``
+(without numba installed: ``ImportError``). A smaller batch (a single record,
+a CLI ``head``) stays on ``numpy`` and never waits for a compile.
+``TFRECORD_LITE_FASTPATH=0`` turns both off (protobuf only, for debugging).
+
+Per batch, the driver makes O(kinds + keys) NumPy calls: the walk fills one row
+per record of (where, how many, packed?) for every key, one fill kernel writes
+every key's values into one array per kind, and each key's column is a slice of
+it. Bytes values repeated in a column (categorical strings) are cut out once
+(:func:`_bytes_values`). The kernels take no references (see
+:mod:`._jit_kernels`) and release the GIL, so threads can parse chunks at once
+(:func:`~._threads.parse_chunks`).
 
 Nothing compiles at ``import tfrecord_lite``: numba is imported, and the kernels
 compiled or loaded from numba's on-disk cache, the first time a batch needs them.
@@ -40,27 +46,45 @@ import numpy as np
 
 from ._extract import _record_lengths
 from ._extracted import FastColumn, _contiguous
-from ._schema import DType, float32, int64, string
+from ._schema import DType
 from ._walk import _bytes_objects
+from ._walk_sequences import SequenceColumns
 
-__all__ = ["JitTable", "engine", "jit_available", "jit_extract"]
+__all__ = ["JitTable", "engine", "jit_available", "jit_extract", "jit_extract_sequences"]
 
 ENGINE_VARIABLE = "TFRECORD_LITE_ENGINE"
 #: Batches of fewer records take the ``numpy`` engine when no engine is forced.
 JIT_MIN_RECORDS = 64
 #: Whether ``auto`` picks ``jit`` (for batches of :data:`JIT_MIN_RECORDS` or more)
-#: where numba is installed: off until the compiled walk is faster than the NumPy one.
-AUTO_PICKS_JIT = False
+#: where numba is installed (taxi-like records: 2-3x the NumPy engine's rate).
+AUTO_PICKS_JIT = True
 
 _KIND_OF = {"string": 1, "float32": 2, "int64": 3}
 _lock = threading.Lock()
-_kernels: Any = None
+_kernels: Any = None  # (the Example kernels, once loaded)
+_KERNEL_MODULES = ("_jit_kernels", "_jit_sequences")
+_modules: dict[str, Any] = {}
 _broken: Optional[str] = None
+
+
+_found: Optional[bool] = None
+
+
+def _numba_found() -> bool:
+    """Whether numba can be imported (found once, without importing it; an import
+    hook that refuses it counts as not installed)."""
+    global _found
+    if _found is None:
+        try:
+            _found = importlib.util.find_spec("numba") is not None
+        except (ImportError, ValueError):
+            _found = False
+    return _found
 
 
 def jit_available() -> bool:
     """Whether numba is installed (found without importing it)."""
-    return _broken is None and importlib.util.find_spec("numba") is not None
+    return _broken is None and _numba_found()
 
 
 def engine(n: int) -> str:
@@ -106,14 +130,18 @@ def _cache_dir() -> Optional[str]:
     return os.path.join(tempfile.gettempdir(), f"tfrecord_lite-numba-{os.getuid()}")
 
 
-def _load() -> Any:
-    """The compiled kernels (compiled now, or read from the cache)."""
+def _load(name: str = "_jit_kernels") -> Any:
+    """A module of compiled kernels (compiled now, or read from the cache):
+    ``_jit_kernels`` (Examples) or ``_jit_sequences`` (SequenceExamples, loaded
+    only when those are parsed)."""
     global _kernels, _broken
-    if _kernels is not None:
-        return _kernels
+    module = _modules.get(name)
+    if module is not None:
+        return module
     with _lock:
-        if _kernels is not None:
-            return _kernels
+        module = _modules.get(name)
+        if module is not None:
+            return module
         import numba
 
         config: Any = numba.config
@@ -121,16 +149,16 @@ def _load() -> Any:
         if where is not None:
             config.CACHE_DIR = where
         try:
-            from . import _jit_kernels
-
-            _kernels = _jit_kernels
+            module = importlib.import_module(f"{__package__}.{name}")
         except Exception as first:  # an unreadable cache: compile without it
             config.CACHE_DIR = tempfile.mkdtemp(prefix="tfrecord_lite-numba-")
             try:
                 import sys
 
-                sys.modules.pop(f"{__package__}._jit_kernels", None)
-                _kernels = importlib.import_module(f"{__package__}._jit_kernels")
+                for stale in _KERNEL_MODULES:
+                    sys.modules.pop(f"{__package__}.{stale}", None)
+                _modules.clear()
+                module = importlib.import_module(f"{__package__}.{name}")
             except Exception as err:
                 _broken = f"{type(first).__name__}: {first}; then {type(err).__name__}: {err}"
                 warnings.warn(
@@ -140,14 +168,24 @@ def _load() -> Any:
                     stacklevel=3,
                 )
                 raise
-    return _kernels
+        _modules[name] = module
+        if name == "_jit_kernels":
+            _kernels = module
+    return module
 
 
-def _fnv1a(key: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for b in key:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _key_hash(key: bytes) -> int:
+    """:func:`~._jit_kernels.key_hash` of ``key``: its length, first and last 8 bytes."""
+    n = len(key)
+    first = int.from_bytes(key[:8], "little")
+    last = int.from_bytes(key[::-1][:8], "little")
+    h = ((first ^ (n * 0x9E3779B97F4A7C15)) & _M64) * 0xBF58476D1CE4E5B9 & _M64
+    h ^= h >> 31
+    h = (h ^ last) * 0x94D049BB133111EB & _M64
+    return h ^ (h >> 29)
 
 
 class JitTable:
@@ -166,7 +204,7 @@ class JitTable:
         for k, key in enumerate(keys):
             if not key.isascii():
                 continue
-            s = _fnv1a(key) & (size - 1)
+            s = _key_hash(key) & (size - 1)
             while self.slots[s] >= 0:
                 s = (s + 1) & (size - 1)
             self.slots[s] = k
@@ -174,6 +212,91 @@ class JitTable:
         np.cumsum([len(k) for k in keys], out=self.koff[1:])
         self.kbytes = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
         self.kkind = np.array([_KIND_OF[d.name] for d in self.dtypes], dtype=np.int8)
+
+
+#: Bytes values of a key are made once per distinct value where at most this share
+#: of them differ (categorical columns: company names, payment types).
+DISTINCT_SHARE = 0.5
+#: Only columns of values no longer than this are looked at for repeats.
+INTERN_BYTES = 64
+
+
+def _bytes_values(
+    kern: Any, buf: Any, data: np.ndarray, start: np.ndarray, length: np.ndarray
+) -> np.ndarray:
+    """``buf[start[i]:start[i]+length[i]]`` for every i, as an object array of bytes;
+    repeated values are cut out once (equal values share one ``bytes`` object)."""
+    m = len(start)
+    if m < 16 or int(length.max()) > INTERN_BYTES:
+        return _bytes_objects(buf, data, start, length)
+    size = 1 << (2 * m).bit_length()
+    slots = np.full(size, -1, dtype=np.int64)
+    first = np.empty(m, dtype=np.int64)
+    distinct = kern.intern_bytes(data, start, length, slots, first)
+    if distinct > DISTINCT_SHARE * m:
+        return _bytes_objects(buf, data, start, length)
+    heads = np.flatnonzero(first == np.arange(m))
+    made = _bytes_objects(buf, data, start[heads], length[heads])
+    where = np.empty(m, dtype=np.int64)
+    where[heads] = np.arange(len(heads))
+    return made[where[first]]
+
+
+class _Values:
+    """Every key's values of one batch, one array per kind, key after key
+    (``offsets[k]``: where key ``k`` 's begin in its kind's array)."""
+
+    def __init__(self, totals: np.ndarray, kkind: np.ndarray) -> None:
+        self.totals = totals
+        self.offsets = np.zeros(len(kkind), dtype=np.int64)
+        sizes = [0, 0, 0, 0]
+        for kind in (1, 2, 3):
+            mine = kkind == kind
+            if mine.any():
+                ends_of = np.cumsum(totals[mine])
+                self.offsets[mine] = ends_of - totals[mine]
+                sizes[kind] = int(ends_of[-1])
+        self.ints = np.empty(sizes[3], dtype=np.int64)
+        self.floats = np.empty(4 * sizes[2], dtype=np.uint8)
+        self.bstart = np.empty(sizes[1], dtype=np.int64)
+        self.blength = np.empty(sizes[1], dtype=np.int64)
+
+    def outputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What the fill kernels write: ints, floats (bytes), bytes starts, lengths."""
+        return self.ints, self.floats, self.bstart, self.blength
+
+    def column(self, kern: Any, buf: Any, data: np.ndarray, k: int, kind: int) -> np.ndarray:
+        """Key ``k`` 's values (``kind`` 1 bytes, 2 float, 3 int64)."""
+        a = int(self.offsets[k])
+        b = a + int(self.totals[k])
+        if kind == 3:
+            return self.ints[a:b]
+        if kind == 2:
+            return self.floats[4 * a : 4 * b].view("<f4").astype(np.float32, copy=False)
+        return _bytes_values(kern, buf, data, self.bstart[a:b], self.blength[a:b])
+
+
+def _joined_records(records: Sequence[bytes]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """The records in one buffer: (buffer, its bytes read-only, starts, ends)."""
+    lengths = _record_lengths(records)
+    buf, starts, _ = _contiguous(records, lengths)
+    data = np.frombuffer(buf, dtype=np.uint8)
+    if data.flags.writeable:  # (the kernels take the bytes read-only)
+        data = data.view()
+        data.flags.writeable = False
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    return buf, data, starts, starts + lengths
+
+
+def _key_arrays(n: int, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per (record, key) -- one row per record, so a record's keys are written close
+    together: where the list's bytes start and end, its number of values, its flag."""
+    return (
+        np.empty((n, nkeys), dtype=np.int64),
+        np.empty((n, nkeys), dtype=np.int64),
+        np.zeros((n, nkeys), dtype=np.int64),
+        np.zeros((n, nkeys), dtype=np.int8),
+    )
 
 
 def jit_extract(
@@ -186,46 +309,91 @@ def jit_extract(
     except Exception:
         return None
     n = len(records)
-    lengths = _record_lengths(records)
-    buf, starts, _ = _contiguous(records, lengths)
-    data = np.frombuffer(buf, dtype=np.uint8)
-    if data.flags.writeable:  # (the kernels take the bytes read-only)
-        data = data.view()
-        data.flags.writeable = False
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = starts + lengths
+    buf, data, starts, ends = _joined_records(records)
     nkeys = len(table.names)
     status = np.zeros(n, dtype=np.uint8)
-    fstart = np.zeros((nkeys, n), dtype=np.int64)
-    fend = np.zeros((nkeys, n), dtype=np.int64)
-    fcount = np.zeros((nkeys, n), dtype=np.int64)
-    fflag = np.zeros((nkeys, n), dtype=np.int8)
+    seen = np.full(nkeys, -1, dtype=np.int64)
+    fstart, fend, fcount, fflag = _key_arrays(n, nkeys)
     kern.walk_examples(
         data, starts, ends, table.slots, table.koff, table.kbytes, table.kkind,
-        status, fstart, fend, fcount, fflag,
+        seen, status, fstart, fend, fcount, fflag,
     )  # fmt: skip
     handled = status == 0
-    rows = np.flatnonzero(handled).astype(np.int64)
-    if not len(rows):
-        return None
-    cols: dict[str, FastColumn] = {}
-    for k, (name, dtype) in enumerate(zip(table.names, table.dtypes)):
-        counts = fcount[k][rows]
-        present = fflag[k][rows] != 0
-        total = int(counts.sum())
-        values: np.ndarray
-        if dtype is int64:
-            values = np.empty(total, dtype=np.int64)
-            kern.fill_int64(data, rows, fstart[k], fend[k], fflag[k], fcount[k], values)
-        elif dtype is float32:
-            raw = np.empty(4 * total, dtype=np.uint8)
-            kern.fill_float(data, rows, fstart[k], fend[k], fflag[k], fcount[k], raw)
-            values = raw.view("<f4").astype(np.float32, copy=False)
-        else:
-            assert dtype is string
-            start = np.empty(total, dtype=np.int64)
-            length = np.empty(total, dtype=np.int64)
-            kern.bytes_spans(data, rows, fstart[k], fend[k], fcount[k], start, length)
-            values = _bytes_objects(buf, data, start, length)
-        cols[name] = FastColumn(present, counts, values)
+    if handled.all():
+        rows = np.arange(n, dtype=np.int64)
+        counts, flags = fcount, fflag
+    else:
+        rows = np.flatnonzero(handled).astype(np.int64)
+        if not len(rows):
+            return None
+        counts, flags = fcount[rows], fflag[rows]
+    vals = _Values(counts.sum(axis=0), table.kkind)
+    kern.fill_values(
+        data, rows, table.kkind, vals.offsets.copy(), fstart, fend, fcount, fflag, *vals.outputs()
+    )
+    present_of = np.ascontiguousarray((flags & 3 != 0).T)  # (not EMPTY)
+    counts_of = np.ascontiguousarray(counts.T)
+    cols = {
+        name: FastColumn(
+            present_of[k], counts_of[k], vals.column(kern, buf, data, k, int(table.kkind[k]))
+        )
+        for k, name in enumerate(table.names)
+    }
     return handled, cols
+
+
+def jit_extract_sequences(
+    records: Sequence[bytes], ctable: JitTable, ltable: JitTable
+) -> Optional[SequenceColumns]:
+    """:func:`~._extract.extract_sequences` by the compiled kernels: the context and
+    feature-list columns, or None when any record needs the reference path."""
+    try:
+        kern = _load()
+        seq = _load("_jit_sequences")
+    except Exception:
+        return None
+    n = len(records)
+    buf, data, starts, ends = _joined_records(records)
+    nc, nl = len(ctable.names), len(ltable.names)
+    cstart, cend, ccount, cflag = _key_arrays(n, nc)
+    lstart, lend, lcount, lflag = _key_arrays(n, nl)
+    lsteps = np.zeros((n, nl), dtype=np.int64)
+    ok = seq.walk_sequences(
+        data, starts, ends,
+        ctable.slots, ctable.koff, ctable.kbytes, ctable.kkind, np.full(nc, -1, dtype=np.int64),
+        cstart, cend, ccount, cflag,
+        ltable.slots, ltable.koff, ltable.kbytes, ltable.kkind, np.full(nl, -1, dtype=np.int64),
+        lstart, lend, lsteps, lcount, lflag,
+    )  # fmt: skip
+    if not ok:
+        return None
+    rows = np.arange(n, dtype=np.int64)
+    cvals = _Values(ccount.sum(axis=0), ctable.kkind)
+    kern.fill_values(
+        data, rows, ctable.kkind, cvals.offsets.copy(), cstart, cend, ccount, cflag,
+        *cvals.outputs(),
+    )  # fmt: skip
+    context = {
+        name: FastColumn(
+            cflag[:, k] != 0, ccount[:, k], cvals.column(kern, buf, data, k, int(ctable.kkind[k]))
+        )
+        for k, name in enumerate(ctable.names)
+    }
+    # The steps of every list key, key after key; their values as the context's.
+    steps = lsteps.sum(axis=0)
+    soffsets = np.zeros(nl, dtype=np.int64)
+    np.cumsum(steps[:-1], out=soffsets[1:])
+    filled = np.empty(int(steps.sum()), dtype=np.uint8)
+    scount = np.empty(len(filled), dtype=np.int64)
+    lvals = _Values(lcount.sum(axis=0), ltable.kkind)
+    seq.fill_steps(
+        data, ltable.kkind, soffsets.copy(), lvals.offsets.copy(), lstart, lend, lsteps,
+        filled, scount, *lvals.outputs(),
+    )  # fmt: skip
+    lists = {}
+    for k, name in enumerate(ltable.names):
+        a, b = int(soffsets[k]), int(soffsets[k] + steps[k])
+        values = lvals.column(kern, buf, data, k, int(ltable.kkind[k]))
+        column = FastColumn(filled[a:b].view(bool), scount[a:b], values)
+        lists[name] = (lflag[:, k] != 0, lsteps[:, k].copy(), column)
+    return SequenceColumns(context, lists)

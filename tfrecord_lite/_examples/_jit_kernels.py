@@ -6,8 +6,8 @@ is imported (explicit signatures, ``nogil=True``, ``cache=True``): only
 ``jit`` engine, never ``import tfrecord_lite``.
 
 :func:`walk_examples` walks every record once: each map entry's key is found
-in the plan's hash table (FNV-1a over the key bytes, linear probing, then a
-byte-for-byte compare), and for each (key, record) it notes where the list's
+in the plan's hash table (its length, first and last 8 bytes mixed, linear
+probing, then a byte-for-byte compare), and for each (key, record) it notes where the list's
 bytes are, how many values it holds, and whether they are packed. A record with
 anything it cannot decide with certainty is marked for the reference (protobuf)
 path, which then gives results and errors exactly as TensorFlow-worded as ever:
@@ -16,8 +16,10 @@ key-then-value in an entry (a key with no value included), a key given twice,
 a key that is not ASCII, a ``Feature`` with more than one field, several packed
 pieces or packed and unpacked values mixed in one list, a kind that is not the
 spec's, an unknown field, a varint longer than 10 bytes, or a length past its
-message. The fill kernels then copy each key's values of the records handled
-(:func:`fill_int64`, :func:`fill_float`, :func:`bytes_spans`).
+message. One fill kernel then copies every key's values of the records handled
+(:func:`fill_values`). Outputs are one row per record (``[record, key]``) and
+every key's values of one kind go into one array: :mod:`._jit` does a few NumPy
+calls per batch and kind, not per key and record.
 
 Wire layout walked (proto3, TensorFlow's field numbers)::
 
@@ -32,18 +34,28 @@ Wire layout walked (proto3, TensorFlow's field numbers)::
 
 from __future__ import annotations
 
+from typing import Any, Callable, TypeVar
+
 import numba
 import numpy as np
 
-__all__ = ["bytes_spans", "fill_float", "fill_int64", "walk_examples"]
+__all__ = ["fill_values", "intern_bytes", "walk_examples"]
 
-#: Flags of a (key, record): absent (or an empty ``Feature()``), values one by one, packed.
-ABSENT, UNPACKED, PACKED = 0, 1, 2
+#: Flags of a (key, record): absent, values one by one, packed, an empty ``Feature()``
+#: (an Example counts it as absent, a SequenceExample's context as present).
+ABSENT, UNPACKED, PACKED, EMPTY = 0, 1, 2, 4
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xBF58476D1CE4E5B9)
+_K3 = np.uint64(0x94D049BB133111EB)
 
-_jit = numba.njit(nogil=True, cache=True)
+#: No reference counting (``_nrt=False``): the kernels allocate nothing (every array
+#: comes from :mod:`._jit`), and numba's atomic increments and decrements of each
+#: array passed to a helper were most of the walk's time (6-8 µs a taxi record, 60%
+#: in the two atomic instructions; without them well under 1 µs).
+_OPTIONS: dict[str, Any] = {"nogil": True, "cache": True, "_nrt": False}
+_F = TypeVar("_F", bound=Callable[..., Any])
+_jit: Callable[[_F], _F] = numba.njit(**_OPTIONS)
 _t = numba.types
 #: The records' bytes: a read-only view (``np.frombuffer`` of ``bytes``).
 _BUF = _t.Array(_t.uint8, 1, "C", readonly=True)
@@ -55,6 +67,8 @@ _I64_2D, _I8_2D = (_t.Array(d, 2, "C") for d in (_t.int64, _t.int8))
 def _varint(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
     """(value as uint64 bits in an int64, position after it); position -1 if the
     varint runs past ``end`` or is longer than 10 bytes (or its 10th byte > 1)."""
+    if p < end and buf[p] < 0x80:
+        return int(buf[p]), p + 1
     result = np.uint64(0)
     shift = np.uint64(0)
     for k in range(10):
@@ -75,6 +89,11 @@ def _varint(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
 def _length(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
     """A length prefix at ``p`` whose bytes fit before ``end``: (length, start of
     the bytes); start -1 if it does not."""
+    if p < end and buf[p] < 0x80:  # (most lengths: one byte)
+        n = int(buf[p])
+        if n > end - p - 1:
+            return 0, -1
+        return n, p + 1
     n, q = _varint(buf, p, end)
     if q < 0 or n < 0 or n > end - q:
         return 0, -1
@@ -82,12 +101,18 @@ def _length(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
 
 
 @_jit
-def fnv1a(buf: np.ndarray, p: int, n: int) -> np.uint64:
-    """FNV-1a of ``buf[p:p+n]`` (the key hash; :mod:`._jit` computes it the same way)."""
-    h = _FNV_OFFSET
-    for q in range(p, p + n):
-        h = (h ^ np.uint64(buf[q])) * _FNV_PRIME
-    return h
+def key_hash(buf: np.ndarray, p: int, n: int) -> np.uint64:
+    """The key hash of ``buf[p:p+n]``: its length, first 8 and last 8 bytes mixed
+    (two words, not a multiply per byte; :mod:`._jit` computes it the same way)."""
+    first = np.uint64(0)
+    last = np.uint64(0)
+    for j in range(min(n, 8)):
+        first |= np.uint64(buf[p + j]) << np.uint64(8 * j)
+        last |= np.uint64(buf[p + n - 1 - j]) << np.uint64(8 * j)
+    h = (first ^ (np.uint64(n) * _K1)) * _K2
+    h ^= h >> np.uint64(31)
+    h = (h ^ last) * _K3
+    return h ^ (h >> np.uint64(29))
 
 
 @_jit
@@ -101,7 +126,7 @@ def _lookup(
 ) -> int:
     """The index of the key ``buf[p:p+n]`` in the plan's table, or -1."""
     mask = np.int64(len(slots) - 1)
-    s = np.int64(fnv1a(buf, p, n) & np.uint64(mask))
+    s = np.int64(key_hash(buf, p, n) & np.uint64(mask))
     while True:
         k = slots[s]
         if k < 0:
@@ -188,6 +213,74 @@ def _scan_list(buf: np.ndarray, p: int, end: int, kind: int) -> tuple[int, int]:
 
 
 @_jit
+def _feature(buf: np.ndarray, p: int, end: int) -> tuple[int, int, int, int]:
+    """The ``Feature`` message ``buf[p:end]``: (kind 0-3, where its list's bytes
+    start, number of values, flag); kind -1 where it is not certain (a second
+    field, an unknown one, a malformed list)."""
+    if p == end:
+        return 0, p, 0, EMPTY
+    tag = buf[p]
+    if tag != 0x0A and tag != 0x12 and tag != 0x1A:
+        return -1, 0, 0, 0
+    kind = int(tag) >> 3
+    ln, ls = _length(buf, p + 1, end)
+    if ls < 0 or ls + ln != end:
+        return -1, 0, 0, 0
+    count, flag = _scan_list(buf, ls, end, kind)
+    if count < 0:
+        return -1, 0, 0, 0
+    return kind, ls, count, flag
+
+
+@_jit
+def _entry(
+    buf: np.ndarray,
+    p: int,
+    end: int,
+    i: int,
+    slots: np.ndarray,
+    koff: np.ndarray,
+    kbytes: np.ndarray,
+    seen: np.ndarray,
+) -> tuple[int, int, int]:
+    """The map entry at ``p`` (of record ``i``, in a message ending at ``end``):
+    (its key's index in the plan's table or -1, where its value's bytes start,
+    where the entry ends); end -1 where the reference path decides (a malformed
+    entry, a key with no value or a field after it, a key read twice, an unread
+    key that is not ASCII)."""
+    if buf[p] != 0x0A:
+        return -1, 0, -1
+    n, p = _length(buf, p + 1, end)
+    if p < 0:
+        return -1, 0, -1
+    ee = p + n
+    # the key
+    if p >= ee or buf[p] != 0x0A:
+        return -1, 0, -1
+    kn, kp = _length(buf, p + 1, ee)
+    if kp < 0:
+        return -1, 0, -1
+    p = kp + kn
+    # the value: filling the rest of the entry
+    if p >= ee or buf[p] != 0x12:
+        return -1, 0, -1
+    vn, vp = _length(buf, p + 1, ee)
+    if vp < 0 or vp + vn != ee:
+        return -1, 0, -1
+    k = _lookup(buf, kp, kn, slots, koff, kbytes)
+    if k < 0:
+        # (a key read is ASCII; one that is not read must be too)
+        for j in range(kp, kp + kn):
+            if buf[j] >= 0x80:
+                return -1, 0, -1
+    else:
+        if seen[k] == i:
+            return -1, 0, -1
+        seen[k] = i
+    return k, vp, ee
+
+
+@_jit
 def _walk_record(
     buf: np.ndarray,
     i: int,
@@ -214,65 +307,27 @@ def _walk_record(
             return False
         fe = p + n
         while p < fe:
-            if buf[p] != 0x0A:
+            k, vp, ee = _entry(buf, p, fe, i, slots, koff, kbytes, seen)
+            if ee < 0:
                 return False
-            n, p = _length(buf, p + 1, fe)
-            if p < 0:
+            kind, ls, count, flag = _feature(buf, vp, ee)
+            if kind < 0:
                 return False
-            ee = p + n
-            # the key
-            if p >= ee or buf[p] != 0x0A:
-                return False
-            kn, kp = _length(buf, p + 1, ee)
-            if kp < 0:
-                return False
-            for j in range(kp, kp + kn):
-                if buf[j] >= 0x80:
-                    return False
-            p = kp + kn
-            # the value: a Feature filling the rest of the entry
-            if p >= ee or buf[p] != 0x12:
-                return False
-            vn, vp = _length(buf, p + 1, ee)
-            if vp < 0 or vp + vn != ee:
-                return False
-            kind = 0
-            ls = vp
-            le = vp
-            if vn:
-                tag = buf[vp]
-                if tag != 0x0A and tag != 0x12 and tag != 0x1A:
-                    return False
-                kind = tag >> 3
-                ln, ls = _length(buf, vp + 1, ee)
-                if ls < 0 or ls + ln != ee:
-                    return False
-                le = ee
-            count = 0
-            flag = ABSENT
-            if kind:
-                count, flag = _scan_list(buf, ls, le, kind)
-                if count < 0:
-                    return False
-            k = _lookup(buf, kp, kn, slots, koff, kbytes)
+            le = ee
             if k >= 0:
-                if seen[k] == i:
-                    return False
-                seen[k] = i
                 if kind and kind != kkind[k]:
                     return False
-                fstart[k, i] = ls
-                fend[k, i] = le
-                fcount[k, i] = count
-                fflag[k, i] = flag
+                fstart[i, k] = ls
+                fend[i, k] = le
+                fcount[i, k] = count
+                fflag[i, k] = flag
             p = ee
     return True
 
 
 @numba.njit(
-    _t.void(_BUF, _I64, _I64, _I32, _I64, _U8, _I8, _U8, _I64_2D, _I64_2D, _I64_2D, _I8_2D),
-    nogil=True,
-    cache=True,
+    _t.void(_BUF, _I64, _I64, _I32, _I64, _U8, _I8, _I64, _U8, _I64_2D, _I64_2D, _I64_2D, _I8_2D),
+    **_OPTIONS,
 )
 def walk_examples(
     buf: np.ndarray,
@@ -282,6 +337,7 @@ def walk_examples(
     koff: np.ndarray,
     kbytes: np.ndarray,
     kkind: np.ndarray,
+    seen: np.ndarray,
     status: np.ndarray,
     fstart: np.ndarray,
     fend: np.ndarray,
@@ -289,112 +345,143 @@ def walk_examples(
     fflag: np.ndarray,
 ) -> None:
     """Walk records ``starts[i]..ends[i]``: ``status[i]`` 1 where the reference
-    path decides, else per key ``k`` the list's bytes ``fstart[k, i]..fend[k, i]``,
-    its number of values ``fcount[k, i]`` and ``fflag[k, i]`` (absent / unpacked /
-    packed). The ``f*`` arrays come zeroed."""
+    path decides, else per key ``k`` the list's bytes ``fstart[i, k]..fend[i, k]``,
+    its number of values ``fcount[i, k]`` and ``fflag[i, k]`` (absent / unpacked /
+    packed). The ``f*`` arrays (one row per record) come zeroed; ``seen`` (one
+    slot per key) filled with -1."""
     nkeys = len(kkind)
-    seen = np.full(nkeys, -1, dtype=np.int64)
     for i in range(len(starts)):
         if not _walk_record(
-            buf,
-            i,
-            starts[i],
-            ends[i],
-            slots,
-            koff,
-            kbytes,
-            kkind,
-            fstart,
-            fend,
-            fcount,
-            fflag,
-            seen,
-        ):
+            buf, i, starts[i], ends[i], slots, koff, kbytes, kkind,
+            fstart, fend, fcount, fflag, seen,
+        ):  # fmt: skip
             status[i] = 1
             for k in range(nkeys):
-                fcount[k, i] = 0
-                fflag[k, i] = ABSENT
+                fcount[i, k] = 0
+                fflag[i, k] = ABSENT
 
 
-@numba.njit(_t.void(_BUF, _I64, _I64, _I64, _I8, _I64, _I64), nogil=True, cache=True)
-def fill_int64(
+@_jit
+def _copy_values(
     buf: np.ndarray,
-    rows: np.ndarray,
-    fstart: np.ndarray,
-    fend: np.ndarray,
-    fflag: np.ndarray,
-    fcount: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """One int64 key's values of records ``rows``, in order, into ``out``."""
-    o = 0
-    for i in rows:
-        if fcount[i] == 0:
-            continue
-        p = fstart[i]
-        end = fend[i]
-        if fflag[i] == PACKED:
+    kind: int,
+    flag: int,
+    p: int,
+    end: int,
+    c: int,
+    o: int,
+    ints: np.ndarray,
+    floats: np.ndarray,
+    bstart: np.ndarray,
+    blength: np.ndarray,
+) -> int:
+    """Copy the ``c`` values of the list ``buf[p:end]`` (``kind``, ``flag``) to
+    position ``o`` of its kind's output; the position after them."""
+    if kind == 3:
+        if flag == PACKED:
             _, p = _length(buf, p + 1, end)
             while p < end:
                 v, p = _varint(buf, p, end)
-                out[o] = v
+                ints[o] = v
                 o += 1
         else:
             while p < end:
                 v, p = _varint(buf, p + 1, end)
-                out[o] = v
+                ints[o] = v
                 o += 1
-
-
-@numba.njit(_t.void(_BUF, _I64, _I64, _I64, _I8, _I64, _U8), nogil=True, cache=True)
-def fill_float(
-    buf: np.ndarray,
-    rows: np.ndarray,
-    fstart: np.ndarray,
-    fend: np.ndarray,
-    fflag: np.ndarray,
-    fcount: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """One float key's values of records ``rows``, in order, into ``out`` (4 bytes
-    each, little-endian float32 as on the wire)."""
-    o = 0
-    for i in rows:
-        c = fcount[i]
-        if c == 0:
-            continue
-        p = fstart[i]
-        if fflag[i] == PACKED:
-            _, p = _length(buf, p + 1, fend[i])
-            out[o : o + 4 * c] = buf[p : p + 4 * c]
-            o += 4 * c
+    elif kind == 2:
+        if flag == PACKED:
+            _, p = _length(buf, p + 1, end)
+            q = 4 * o
+            for j in range(4 * c):
+                floats[q + j] = buf[p + j]
+            o += c
         else:
             for _ in range(c):
-                out[o : o + 4] = buf[p + 1 : p + 5]
-                o += 4
+                q = 4 * o
+                for j in range(4):
+                    floats[q + j] = buf[p + 1 + j]
+                o += 1
                 p += 5
+    else:
+        while p < end:
+            n, q = _length(buf, p + 1, end)
+            bstart[o] = q
+            blength[o] = n
+            o += 1
+            p = q + n
+    return o
 
 
-@numba.njit(_t.void(_BUF, _I64, _I64, _I64, _I64, _I64, _I64), nogil=True, cache=True)
-def bytes_spans(
+@numba.njit(
+    _t.void(_BUF, _I64, _I8, _I64, _I64_2D, _I64_2D, _I64_2D, _I8_2D, _I64, _U8, _I64, _I64),
+    **_OPTIONS,
+)
+def fill_values(
     buf: np.ndarray,
     rows: np.ndarray,
+    kkind: np.ndarray,
+    cursor: np.ndarray,
     fstart: np.ndarray,
     fend: np.ndarray,
     fcount: np.ndarray,
-    start: np.ndarray,
-    length: np.ndarray,
+    fflag: np.ndarray,
+    ints: np.ndarray,
+    floats: np.ndarray,
+    bstart: np.ndarray,
+    blength: np.ndarray,
 ) -> None:
-    """Where each BytesList value of one key's records ``rows`` is: ``start``, ``length``."""
-    o = 0
-    for i in rows:
-        if fcount[i] == 0:
-            continue
-        p = fstart[i]
-        end = fend[i]
-        while p < end:
-            n, q = _length(buf, p + 1, end)
-            start[o] = q
-            length[o] = n
-            o += 1
-            p = q + n
+    """Every key's values of records ``rows``, in record order, from ``cursor[k]``
+    on in its kind's output (``cursor`` is moved past them): ``ints`` (int64), ``floats`` (4 bytes a value,
+    little-endian float32 as on the wire), or where each BytesList item is
+    (``bstart``, ``blength``)."""
+    nkeys = len(kkind)
+    for i in rows:  # record by record: its bytes are read once, in order
+        for k in range(nkeys):
+            c = fcount[i, k]
+            if c == 0:
+                continue
+            cursor[k] = _copy_values(
+                buf, kkind[k], fflag[i, k], fstart[i, k], fend[i, k], c, cursor[k],
+                ints, floats, bstart, blength,
+            )  # fmt: skip
+
+
+@numba.njit(_t.int64(_BUF, _I64, _I64, _I64, _I64), **_OPTIONS)
+def intern_bytes(
+    buf: np.ndarray, start: np.ndarray, length: np.ndarray, slots: np.ndarray, first: np.ndarray
+) -> int:
+    """For each value ``buf[start[o]:start[o]+length[o]]``, the index of the first
+    value with the same bytes (``first[o]``, compared byte for byte), and the number
+    of distinct values (the number of values where the hash table probes too
+    long). ``slots``: a hash table (a power of two, above twice the number of
+    values) filled with -1."""
+    mask = np.int64(len(slots) - 1)
+    distinct = 0
+    probes = 0
+    for o in range(len(start)):
+        p = start[o]
+        n = length[o]
+        s = np.int64(key_hash(buf, p, n) & np.uint64(mask))
+        while True:
+            probes += 1
+            if probes > 4 * len(start):  # values alike at both ends: give up
+                return len(start)
+            r = slots[s]
+            if r < 0:
+                slots[s] = o
+                first[o] = o
+                distinct += 1
+                break
+            if length[r] == n:
+                q = start[r]
+                same = True
+                for j in range(n):
+                    if buf[q + j] != buf[p + j]:
+                        same = False
+                        break
+                if same:
+                    first[o] = r
+                    break
+            s = (s + 1) & mask
+    return distinct

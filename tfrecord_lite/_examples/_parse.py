@@ -82,6 +82,7 @@ from ._schema import (
     string,
     validate_features,
 )
+from ._single import cached_plan, parse_one
 from ._where import _preview, _Where
 
 __all__ = ["ParsePlan", "compile_features", "parse_example", "parse_single_example"]
@@ -384,8 +385,12 @@ def parse_single_example(
     Fixed-length features come back with their spec's shape, variable-length
     ones as :class:`~tfrecord_lite.SparseValue` with 1-D indices.
     """
-    plan = compile_features(features)
+    plan = cached_plan(features, compile_features)
     specs = plan.specs
+    if type(serialized) is bytes and not plan.unsupported and enabled():
+        fast = parse_one(serialized, specs)
+        if fast is not None:
+            return fast
     records = _as_records([serialized], "parse_single_example")
     where = _Where(None, batch=False)
     parsed = _parse_examples(records, plan, where, batch=False)

@@ -28,6 +28,8 @@ from ._assemble import (
     padding_value,
 )
 from ._extract import extract_sequences
+from ._extracted import enabled
+from ._jit import JitTable, engine, jit_extract_sequences
 from ._keys import KeyTable, key_table
 from ._parse import (
     Serialized,
@@ -220,6 +222,7 @@ class SequencePlan:
         self.value_keys = {key: _value_key(key, spec) for key, spec in self.sequence.items()}
         self.list_needed = {self.value_keys[k]: spec.dtype for k, spec in self.sequence.items()}
         self._tables: Optional[tuple[KeyTable, KeyTable]] = None
+        self._jit_tables: Optional[tuple[JitTable, JitTable]] = None
         self.fast = len(self.list_needed) == len(
             {(self.value_keys[k], spec.dtype) for k, spec in self.sequence.items()}
         )
@@ -233,6 +236,13 @@ class SequencePlan:
                 key_table(self.list_needed),
             )
         return self._tables
+
+    @property
+    def jit_tables(self) -> tuple[JitTable, JitTable]:
+        """The key tables (context, feature lists) of the compiled extractor."""
+        if self._jit_tables is None:
+            self._jit_tables = (JitTable(self.context_needed), JitTable(self.list_needed))
+        return self._jit_tables
 
     def __repr__(self) -> str:
         return f"SequencePlan(context={self.context!r}, sequence={self.sequence!r})"
@@ -256,7 +266,12 @@ def _fast_sequence_columns(
     read every record with certainty."""
     if not plan.fast:
         return None
-    found = extract_sequences(records, plan.context_needed, plan.list_needed, plan.tables)
+    found = None
+    n = len(records)
+    if n and enabled() and engine(n) == "jit":
+        found = jit_extract_sequences(records, *plan.jit_tables)
+    if found is None:
+        found = extract_sequences(records, plan.context_needed, plan.list_needed, plan.tables)
     if found is None:
         return None
     return dict(found.context), {k: found.lists[v] for k, v in plan.value_keys.items()}

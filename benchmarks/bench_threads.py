@@ -1,0 +1,97 @@
+"""How read + parse grows with threads in one process (taxi-like GZIP shards).
+
+    python -m benchmarks.bench_threads [--threads 1,2,4,8,16] [--shards 16]
+        [--records 20000] [--batch 1024] [--repeat 3] [--engine auto|numpy|jit]
+
+Writes ``--shards`` GZIP shards of taxi-like Examples (:func:`benchmarks.data.taxi_records`,
+the same records in each shard) to a temporary directory, then for each thread count N
+reads and parses every shard with N threads in one process: each task reads one shard
+(``TFRecordDataset(shard, "GZIP").batch(B)``, CRCs checked) and parses each batch with one
+compiled plan; the compiled kernels release the GIL. ``parse alone`` parses the records,
+in memory, in batches over N threads (:func:`tfrecord_lite._examples._threads.parse_chunks`).
+Prints the core count and a table of medians (records/s, wall time); needs only numpy,
+protobuf, crcmod and (for the compiled engine) numba: no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from benchmarks import data, tasks
+
+
+def _read_parse(path: str, plan: Any, batch: int) -> int:
+    import tfrecord_lite as tfr
+
+    n = 0
+    for records in tfr.TFRecordDataset(path, "GZIP").batch(batch):
+        parsed = plan.parse(records)
+        n += len(parsed["trip_start_timestamp"])
+    return n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="1,2,4,8,16")
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--records", type=int, default=20000, help="records per shard")
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--engine", default="auto", choices=["auto", "numpy", "jit"])
+    args = parser.parse_args()
+    os.environ["TFRECORD_LITE_ENGINE"] = args.engine
+    import tfrecord_lite as tfr
+    from tfrecord_lite._examples import compile_features
+    from tfrecord_lite._examples._jit import engine
+    from tfrecord_lite._examples._threads import parse_chunks
+
+    counts = [int(t) for t in args.threads.split(",")]
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    print(f"cores: {os.cpu_count()} (usable: {affinity})  python {sys.version.split()[0]}")
+    print(f"engine: {engine(args.batch)}  shards: {args.shards} x {args.records} taxi-like "
+          f"records, GZIP, batch {args.batch}, median of {args.repeat}")  # fmt: skip
+    records, _ = data.taxi_records(args.records)
+    plan = compile_features(tasks.lite_features(tfr, "taxi"))
+    plan.parse(records[: args.batch])  # compile or load the kernels before timing
+    chunks = [records[i : i + args.batch] for i in range(0, len(records), args.batch)]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for s in range(args.shards):
+            path = Path(tmp) / f"taxi-{s:05d}-of-{args.shards:05d}.tfrecord.gz"
+            data._write(path, records, "GZIP")
+            paths.append(str(path))
+        total = args.records * args.shards
+        print(f"{'threads':>7s} {'read+parse rec/s':>17s} {'wall s':>7s} {'speed-up':>8s} "
+              f"{'parse alone rec/s':>18s} {'speed-up':>8s}")  # fmt: skip
+        base_rp = base_p = 0.0
+        for n in counts:
+            walls, parse_walls = [], []
+            with ThreadPoolExecutor(n) as pool:
+                for _ in range(args.repeat):
+                    t = time.perf_counter()
+                    got = sum(pool.map(lambda p: _read_parse(p, plan, args.batch), paths))
+                    walls.append(time.perf_counter() - t)
+                    assert got == total, (got, total)
+                    t = time.perf_counter()
+                    for _ in range(max(1, n)):
+                        for _parsed in parse_chunks(plan, chunks, n, pool):
+                            pass
+                    parse_walls.append(time.perf_counter() - t)
+            rate = total / statistics.median(walls)
+            prate = len(records) * max(1, n) / statistics.median(parse_walls)
+            base_rp = base_rp or rate
+            base_p = base_p or prate
+            print(f"{n:7d} {rate:17,.0f} {statistics.median(walls):7.2f} {rate / base_rp:8.2f} "
+                  f"{prate:18,.0f} {prate / base_p:8.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
