@@ -39,12 +39,9 @@ from ._tables import (
     Paths,
     Piece,
     PieceReader,
-    ReadPlan,
     ShardJob,
-    check_read_options,
-    expand,
+    read_pieces,
     require,
-    split_files,
 )
 
 __all__ = ["TFRecordDataSink", "TFRecordDataSource", "read_tfrecords", "write_tfrecords"]
@@ -106,22 +103,19 @@ class TFRecordDataSource(_SourceBase):  # type: ignore[misc]
         sample: Optional[int] = DEFAULT_SAMPLE,
     ) -> None:
         daft = _daft()
-        check_read_options(batch_size, on_error)
-        if records_per_task < 1:
-            raise ValueError(f"records_per_task must be at least 1, got {records_per_task}")
-        self.files = expand(paths, storage_options)
-        plan = ReadPlan(
-            features, sequence_features, self.files[0], compression=compression, sample=sample
-        )
-        self.reader = PieceReader(
-            plan,
+        self.reader, self.pieces = read_pieces(
+            paths,
+            features,
+            sequence_features,
             compression=compression,
             verify=verify,
             on_error=on_error,
+            storage_options=storage_options,
             batch_size=batch_size,
+            records_per_task=records_per_task,
             include_paths=include_paths,
+            sample=sample,
         )
-        self.pieces = split_files(self.files, records_per_task, compression)
         self._schema = daft.Schema.from_pyarrow_schema(self.reader.schema)
 
     @property

@@ -30,12 +30,9 @@ from ._tables import (
     Paths,
     Piece,
     PieceReader,
-    ReadPlan,
-    check_read_options,
-    expand,
+    read_pieces,
     require_dask_dataframe,
     require_pyarrow,
-    split_files,
     table_records,
 )
 
@@ -76,18 +73,18 @@ def read_tfrecords(
     URLs with ``storage_options``, ``include_paths`` adds a ``path`` column.
     """
     dd = require_dask_dataframe()
-    check_read_options(batch_size, on_error)
-    files = expand(paths, storage_options)
-    plan = ReadPlan(features, sequence_features, files[0], compression=compression, sample=sample)
-    per = records_per_partition or DEFAULT_RECORDS_PER_TASK
-    pieces = split_files(files, per, compression)
-    reader = PieceReader(
-        plan,
+    reader, pieces = read_pieces(
+        paths,
+        features,
+        sequence_features,
         compression=compression,
         verify=verify,
         on_error=on_error,
+        storage_options=storage_options,
         batch_size=batch_size,
+        records_per_task=records_per_partition or DEFAULT_RECORDS_PER_TASK,
         include_paths=include_paths,
+        sample=sample,
     )
     empty = reader.schema.empty_table()
     meta = empty.to_pandas()

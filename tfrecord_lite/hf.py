@@ -42,12 +42,10 @@ from ._tables import (
     PieceReader,
     ReadPlan,
     ShardJob,
-    check_read_options,
-    expand,
+    read_pieces,
     require,
     require_pyarrow,
     specs_to_json,
-    split_files,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,12 +201,19 @@ def load_dataset(
     ``keep_in_memory`` is ``datasets``'.
     """
     _datasets()
-    check_read_options(batch_size, on_error)
-    files = expand(paths, storage_options)
-    plan = ReadPlan(features, sequence_features, files[0], compression=compression, sample=sample)
-    reader = PieceReader(
-        plan, compression=compression, verify=verify, on_error=on_error, batch_size=batch_size
+    reader, pieces = read_pieces(
+        paths,
+        features,
+        sequence_features,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        storage_options=storage_options,
+        batch_size=batch_size,
+        records_per_task=records_per_task,
+        sample=sample,
     )
+    plan = reader.plan
     labels = {k: list(v) for k, v in (class_labels or {}).items()}
     settings = {
         "features": specs_to_json(plan.features),
@@ -219,10 +224,10 @@ def load_dataset(
         "verify": verify,
         "on_error": on_error,
     }
-    fingerprint = _fingerprint(files, settings)
+    fingerprint = _fingerprint(sorted({p.path for p in pieces}), settings)
     builder = TFRecordBuilder(
         reader=reader,
-        pieces=split_files(files, records_per_task, compression),
+        pieces=pieces,
         images=images,
         class_labels=labels,
         cache_dir=cache_dir,

@@ -44,13 +44,9 @@ from ._tables import (
     DEFAULT_BATCH_SIZE,
     Paths,
     Piece,
-    PieceReader,
-    ReadPlan,
     ShardJob,
-    check_read_options,
-    expand,
+    read_pieces,
     require_ray_data,
-    split_files,
 )
 from ._tables import DEFAULT_RECORDS_PER_TASK as DEFAULT_RECORDS_PER_TASK
 
@@ -129,22 +125,21 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
     ) -> None:
         _require_ray()
         super().__init__()
-        if batch_size < 1 or records_per_task < 1:
-            raise ValueError("batch_size and records_per_task must be at least 1")
-        check_read_options(batch_size, on_error)
-        self.files = expand(paths, storage_options)
-        self.plan = ReadPlan(
-            features, sequence_features, self.files[0], compression=compression, sample=sample
-        )
-        self.reader = PieceReader(
-            self.plan,
+        self.reader, self.pieces = read_pieces(
+            paths,
+            features,
+            sequence_features,
             compression=compression,
             verify=verify,
             on_error=on_error,
+            storage_options=storage_options,
             batch_size=batch_size,
+            records_per_task=records_per_task,
             include_paths=include_paths,
+            sample=sample,
         )
-        self.pieces = split_files(self.files, records_per_task, compression)
+        #: The specs (given or inferred) and the Arrow schema they give.
+        self.plan = self.reader.plan
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         """The bytes of the files (None when a size is unknown, e.g. for URLs)."""

@@ -62,13 +62,11 @@ from ._tables import (
     PieceReader,
     ReadPlan,
     ShardJob,
-    check_read_options,
-    expand,
+    read_pieces,
     require,
     require_pyarrow,
     specs_from_json,
     specs_to_json,
-    split_files,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -246,30 +244,19 @@ class TFRecordDataSource(_DataSourceBase):  # type: ignore[misc]
         if self._reader is not None:
             return self._reader
         o = self.options
-        compression = o.get("compression") or "auto"
-        batch_size = _int(o, "batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE
-        on_error = o.get("on_error") or "raise"
-        check_read_options(batch_size, on_error)
-        per_task = _int(o, "records_per_task", DEFAULT_RECORDS_PER_TASK)
-        if per_task is None or per_task < 1:
-            raise ValueError("option 'records_per_task' must be at least 1")
-        files = expand(_paths(o), _storage_options(o))
-        plan = ReadPlan(
+        reader, pieces = read_pieces(
+            _paths(o),
             specs_from_json(o.get("features"), "option 'features'"),
             specs_from_json(o.get("sequence_features"), "option 'sequence_features'"),
-            files[0],
-            compression=compression,
+            compression=o.get("compression") or "auto",
+            verify=_bool(o, "verify", True),
+            on_error=o.get("on_error") or "raise",
+            storage_options=_storage_options(o),
+            batch_size=_int(o, "batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE,
+            records_per_task=_int(o, "records_per_task", DEFAULT_RECORDS_PER_TASK) or 0,
+            include_paths=_bool(o, "include_paths", False),
             sample=_int(o, "sample", DEFAULT_SAMPLE),
         )
-        reader = PieceReader(
-            plan,
-            compression=compression,
-            verify=_bool(o, "verify", True),
-            on_error=on_error,
-            batch_size=batch_size,
-            include_paths=_bool(o, "include_paths", False),
-        )
-        pieces = split_files(files, per_task, compression)
         self._reader = _Reader(reader, pieces, _spark_arrow_schema(reader.schema))
         return self._reader
 

@@ -1,4 +1,4 @@
-"""PyTorch datasets over TFRecord files (needs the ``torch`` extra: ``pip install tfrecord-lite[torch]``).
+"""PyTorch datasets over TFRecord files (needs the ``torch`` extra: ``pip install tfrecord-lite-np[torch]``).
 
 * :class:`IterableDataset` streams a :class:`~tfrecord_lite.TFRecordDataset`
   pipeline and splits it across DataLoader workers *and* distributed ranks with
@@ -72,7 +72,7 @@ try:
     import torch.utils.data as _tud
 except ImportError as _err:  # pragma: no cover - exercised only without torch
     raise ImportError(
-        "tfrecord_lite.torch needs PyTorch: pip install 'tfrecord-lite[torch]' (or install torch)"
+        "tfrecord_lite.torch needs PyTorch: pip install 'tfrecord-lite-np[torch]' (or install torch)"
     ) from _err
 
 from ._data import TFRecordDataset

@@ -16,6 +16,7 @@ from ._pieces import (
     PieceReader,
     check_read_options,
     expand,
+    read_pieces,
     split_file,
     split_files,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "expand",
     "feature_lists_of",
     "from_arrow",
+    "read_pieces",
     "require",
     "require_dask_dataframe",
     "require_pyarrow",

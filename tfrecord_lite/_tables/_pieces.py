@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .._errors import TFRecordError
+from .._examples import DEFAULT_SAMPLE, FeatureSpec
 from .._files import (
     TFRecordFile,
     TFRecordReader,
@@ -117,6 +118,39 @@ def check_read_options(batch_size: int, on_error: str) -> None:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if on_error not in ("raise", "skip", "stop"):
         raise ValueError(f"on_error must be 'raise', 'skip' or 'stop', got {on_error!r}")
+
+
+def read_pieces(
+    paths: Paths,
+    features: Optional[Mapping[str, FeatureSpec]] = None,
+    sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+    *,
+    compression: Any = "auto",
+    verify: bool = True,
+    on_error: str = "raise",
+    storage_options: Optional[Mapping[str, Any]] = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    records_per_task: int = DEFAULT_RECORDS_PER_TASK,
+    include_paths: bool = False,
+    sample: Optional[int] = DEFAULT_SAMPLE,
+) -> tuple[PieceReader, list[Piece]]:
+    """What every engine's reader starts with: the options checked, the files expanded,
+    the specs (inferred from the first file when both are ``None``), the
+    :class:`PieceReader` of their plan and the pieces, one per read task."""
+    check_read_options(batch_size, on_error)
+    if records_per_task < 1:
+        raise ValueError(f"records_per_task must be at least 1, got {records_per_task}")
+    files = expand(paths, storage_options)
+    plan = ReadPlan(features, sequence_features, files[0], compression=compression, sample=sample)
+    reader = PieceReader(
+        plan,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        batch_size=batch_size,
+        include_paths=include_paths,
+    )
+    return reader, split_files(files, records_per_task, compression)
 
 
 class PieceReader:
