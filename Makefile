@@ -29,14 +29,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Re-install when the project metadata changes.
-# `make demo` installs only what the demo runs: the package with its `fast` and `image` extras.
+# `make demo` installs only what the demo runs: the package with its `fast`, `image` and `jit`
+# extras (the compiled parse engine: the library at its best).
 $(VENV)/.installed-demo: pyproject.toml | $(PY)
-	$(PIP) install -e ".[fast,image]"
+	$(PIP) install -e ".[fast,image,jit]"
 	touch $@
 
 # `make test` adds the test and development tools, and PyTorch for tfrecord_lite.torch.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PIP) install -e ".[fast,image,test,dev]"
+	$(PIP) install -e ".[fast,image,jit,test,dev]"
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install "torch==2.13.0"
 	touch $@ $(VENV)/.installed-demo
 
@@ -48,7 +49,7 @@ demo: install-demo
 
 lint: install
 	$(PY) -m ruff check tfrecord_lite tests benchmarks docs
-	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs
+	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs/check_reference.py
 
 typecheck: install
 	$(PY) -m mypy

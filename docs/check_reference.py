@@ -29,6 +29,9 @@ MODULES = (
     "arrow",
     "ray",
     "dask",
+    "spark",
+    "daft",
+    "hf",
 )
 #: (module, page under site/reference/)
 PAGES = [

@@ -1,8 +1,8 @@
-"""``make demo`` installs only ``.[fast,image]``: the demo must import nothing else.
+"""``make demo`` installs only ``.[fast,image,jit]``: the demo must import nothing else.
 
 The demo runs (with its CLI subprocesses) under a ``sitecustomize`` import guard
 that refuses every top-level module outside the standard library, the runtime
-dependencies (numpy, protobuf, crcmod) and the ``fast`` / ``image`` extras, as if
+dependencies (numpy, protobuf, crcmod) and the ``fast`` / ``image`` / ``jit`` extras, as if
 it were not installed. Optional probes (``try: import zlib_ng``) are refused
 quietly; the demo must still complete. Measured on a fresh venv with ``pip install -e
 '.[fast,image]'``: 124 MB (README, "Two commands").
@@ -26,6 +26,8 @@ ALLOWED = {
     "crc32c", "google_crc32c", "isal",
     # the image extra
     "PIL",
+    # the jit extra: the compiled parse engine
+    "numba", "llvmlite",
     # the package itself
     "tfrecord_lite",
 }  # fmt: skip

@@ -202,20 +202,7 @@ def run_blocks(blocks: list[Block], namespace: dict[str, Any]) -> None:
 #: reason. A block that needs a cluster, a network service or TensorFlow gets an explicit
 #: notest marker in its page instead; one that waits for a fix in the package runs once the
 #: fix lands (then its entry goes). An entry whose block is gone fails the run.
-NOT_YET_RUNNABLE: dict[tuple[str, str], str] = {
-    (
-        "docs/datasets.md",
-        "import tfrecord_lite as tfr / import tfrecord_lite.torch as tfrt",
-    ): "uses torch.from_numpy without `import torch`",
-    (
-        "docs/datasets.md",
-        'ds = tfrt.MapDataset(["train-0.tfrecord", "train-1.tfrecord"], features, transform) / loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4, collate_fn=tfrt.collate)',
-    ): "uses tfrt and DataLoader, which the block before it imports",
-    (
-        "docs/tensorflow-behaviour.md",
-        'import os; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3" / import tensorflow as tf',
-    ): "needs TensorFlow, which only make interop installs",
-}
+NOT_YET_RUNNABLE: dict[tuple[str, str], str] = {}
 
 
 def _first_line(block: Block) -> str:
