@@ -5,7 +5,7 @@ that refuses every top-level module outside the standard library, the runtime
 dependencies (numpy, protobuf, crcmod) and the ``fast`` / ``image`` / ``jit`` extras, as if
 it were not installed. Optional probes (``try: import zlib_ng``) are refused
 quietly; the demo must still complete. Measured on a fresh venv with ``pip install -e
-'.[fast,image]'``: 124 MB (README, "Two commands").
+'.[fast,image,jit]'``: 332 MB (README, "Two commands").
 """
 
 from __future__ import annotations
