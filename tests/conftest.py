@@ -29,6 +29,10 @@ if not os.environ.get("TFRECORD_LITE_INTEROP"):
 # which sets TFRECORD_LITE_CLOUD); elsewhere it is not collected.
 if not os.environ.get("TFRECORD_LITE_CLOUD"):
     collect_ignore = [*globals().get("collect_ignore", []), "cloud"]
+# tests/engines/ needs Spark, Daft and datasets from its own venv (`make test-engines`, which
+# sets TFRECORD_LITE_ENGINES); elsewhere it is not collected.
+if not os.environ.get("TFRECORD_LITE_ENGINES"):
+    collect_ignore = [*globals().get("collect_ignore", []), "engines"]
 
 
 def make_records(n: int, seed: int = 0, max_len: int = 300) -> list[bytes]:

@@ -398,16 +398,22 @@ def images_to_tfrecords(
     *,
     shards: int = 1,
     size: Optional[tuple[int, int]] = None,
-    encode: str = "jpeg",
-    channels: str = "auto",
+    format: str = "keep",
+    channels: Optional[Union[int, str]] = None,
     quality: int = 95,
     shuffle: bool = False,
     seed: int = 0,
     compression: Optional[str] = None,
     num_cpus: float = 1,
     max_retries: int = 3,
+    encode: Optional[str] = None,
 ) -> dict[str, Any]:
     """The ``from-images`` conversion on a Ray cluster: one Ray task per shard.
+
+    ``format``, ``channels``, ``size`` and ``quality`` are those of
+    :func:`tfrecord_lite.write_image_folder` and ``tfrecord-lite from-images``: by default
+    every file is stored as it is (its bytes, its format under ``image/format``), converted
+    only when asked. ``encode`` is the deprecated name of ``format``.
 
     ``directory`` has one sub-folder per class; every image becomes an Example
     with the features of ``tfrecord-lite from-images`` (``image/encoded`` or
@@ -439,7 +445,9 @@ def images_to_tfrecords(
         out_s = os.path.join(out_s, os.path.basename(os.path.abspath(folder.root)) or "images")
     out_dir = os.path.dirname(out_s) or "."
     os.makedirs(out_dir, exist_ok=True)
-    options = ImageOptions(size=size, encode=encode, channels=channels, quality=quality)
+    options = ImageOptions(
+        size=size, format=format, channels=channels, quality=quality, encode=encode
+    )
     order = list(folder.files)
     if shuffle:
         random.Random(seed).shuffle(order)

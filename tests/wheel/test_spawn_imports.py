@@ -34,8 +34,8 @@ def test_a_spawned_process_imports_the_shared_conftest() -> None:
 
 
 def test_only_the_environment_folders_have_a_conftest_of_their_own() -> None:
-    # tests/cloud and tests/cluster run in their own venvs (make test-cloud / test-cluster),
-    # tests/interop under make interop; any other folder's conftest.py would shadow
-    # tests/conftest.py in spawned processes, as above.
+    # tests/cloud, tests/cluster and tests/engines run in their own venvs (make test-cloud /
+    # test-cluster / test-engines), tests/interop under make interop; any other folder's
+    # conftest.py would shadow tests/conftest.py in spawned processes, as above.
     own = sorted(p.parent.name for p in TESTS.glob("*/conftest.py"))
-    assert set(own) <= {"cloud", "cluster", "interop"}, own
+    assert set(own) <= {"cloud", "cluster", "engines", "interop"}, own
