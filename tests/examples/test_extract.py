@@ -394,8 +394,14 @@ def test_a_corrupt_kernel_cache_is_compiled_afresh(tmp_path: Any) -> None:
     assert cached
     for p in cached:
         p.write_bytes(b"not a cache" * 3)
+    # The damaged cache is left alone; the kernels compile into a directory of the
+    # process's own, which is removed when it exits.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
     again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert again.returncode == 0 and again.stdout.strip() == "True", again.stderr
+    assert not [p for p in tmp.iterdir() if p.name.startswith("tfrecord_lite-numba-")]
 
 
 # Issue 31, item 5, and the several-packed-pieces case: payloads where TensorFlow 2.21's

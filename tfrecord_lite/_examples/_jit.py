@@ -33,9 +33,11 @@ rest of the process (with one ``RuntimeWarning``).
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.util
 import os
+import shutil
 import tempfile
 import threading
 import warnings
@@ -151,7 +153,11 @@ def _load(name: str = "_jit_kernels") -> Any:
         try:
             module = importlib.import_module(f"{__package__}.{name}")
         except Exception as first:  # an unreadable cache: compile without it
-            config.CACHE_DIR = tempfile.mkdtemp(prefix="tfrecord_lite-numba-")
+            # A private directory for this process only, removed when it exits (a
+            # damaged cache is not read again, and nothing is left behind in /tmp).
+            fresh = tempfile.mkdtemp(prefix="tfrecord_lite-numba-")
+            atexit.register(shutil.rmtree, fresh, True)
+            config.CACHE_DIR = fresh
             try:
                 import sys
 
