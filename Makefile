@@ -74,11 +74,14 @@ INTEROP_VENV := .venv-interop
 $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
 	$(PYTHON) -m venv $(INTEROP_VENV)
 	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/interop/requirements.txt
-	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[fast,image,test]"
+	$(INTEROP_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[fast,image,jit,test]"
 	touch $@
 
-interop: $(INTEROP_VENV)/.installed
-	TFRECORD_LITE_INTEROP=1 $(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
+# TensorFlow also reads what the Spark, Daft and datasets writers write: the engine venv
+# (below) writes those shards (TFR_ENGINES_PYTHON), the interop venv reads them.
+ENGINES_VENV := .venv-engines
+interop: $(INTEROP_VENV)/.installed $(ENGINES_VENV)/.installed
+	TFRECORD_LITE_INTEROP=1 TFR_ENGINES_PYTHON=$(ENGINES_VENV)/bin/python $(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
 
 # Object stores: a real S3-protocol server (moto_server) and a GCS emulator, started by the
 # suite's fixtures on 127.0.0.1, in a venv of their own.
@@ -106,7 +109,6 @@ test-cluster: $(CLUSTER_VENV)/.installed
 
 # Spark 4 (local[2,2], the machine's Java 17), Daft's local runner and Hugging Face datasets,
 # in a venv of their own (no TensorFlow); s3:// reads go to a moto_server the suite starts.
-ENGINES_VENV := .venv-engines
 $(ENGINES_VENV)/.installed: pyproject.toml tests/engines/requirements.txt
 	$(PYTHON) -m venv $(ENGINES_VENV)
 	$(ENGINES_VENV)/bin/python -m pip --disable-pip-version-check -q install -r tests/engines/requirements.txt

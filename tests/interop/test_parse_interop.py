@@ -658,8 +658,15 @@ def example_cases() -> Iterator[int]:
     return iter(range(N_EXAMPLE_CASES))
 
 
+#: Both parse engines against TensorFlow: ``numpy`` (always there) and ``jit`` (numba,
+#: which ``make interop`` installs with the ``jit`` extra). Forced for every batch size.
+ENGINES = ("numpy", "jit")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", list(example_cases()))
-def test_parse_example_matches_tensorflow(seed: int) -> None:
+def test_parse_example_matches_tensorflow(seed: int, engine: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", engine)
     specs, records, bad = example_case(seed)
     rng = random.Random(seed * 7919 + 1)
     encoded = [serialize_example(rng, r, unpacked=bad is None) for r in records]
@@ -790,8 +797,12 @@ def sequence_case(
     return tf_c, our_c, tf_s, our_s, data, bad
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", range(N_SEQUENCE_CASES))
-def test_parse_sequence_example_matches_tensorflow(seed: int) -> None:
+def test_parse_sequence_example_matches_tensorflow(
+    seed: int, engine: str, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", engine)
     tf_c, our_c, tf_s, our_s, data, bad = sequence_case(seed)
     for spec in our_c.values():
         count_spec(spec, " (context)")
@@ -967,6 +978,82 @@ def test_deliberate_missing_row_splits_single() -> None:
     assert tf.io.parse_example([data], {"r": spec})["r"].to_list() == [[]]
     assert tfr.parse_example([data], {"r": ours_spec})["r"].to_list() == [[]]
     assert tfr.parse_single_example(data, {"r": ours_spec})["r"].to_list() == []
+
+
+def _int64s(rec: bytes) -> bytes:
+    """An Example whose feature ``a`` is an ``Int64List`` with these ``value`` field bytes."""
+    return ld(1, ld(1, ld(1, b"a") + ld(2, ld(3, rec))))
+
+
+#: The payloads of docs/tensorflow-behaviour.md's table "where TensorFlow 2.21's parser and
+#: protobuf differ": (record, spec kind, TensorFlow's answer, ours). An answer is a list of
+#: values of feature ``a`` or the error class's name. Ours is protobuf's reading, from every
+#: engine; this test keeps the table's TensorFlow column true.
+TF_DIFFERS = {
+    "several_packed_pieces": (
+        _int64s(ld(1, b"\x01\x02") + ld(1, b"\x03")),
+        "int64",
+        [1, 2],
+        [1, 2, 3],
+    ),
+    "packed_then_unpacked": (_int64s(ld(1, b"\x01\x02") + b"\x08\x03"), "int64", [1, 2], [1, 2, 3]),
+    "float_then_int64_read_as_float": (
+        ld(
+            1,
+            ld(
+                1, ld(1, b"a") + ld(2, ld(2, ld(1, struct.pack("<f", 1.5))) + ld(3, ld(1, b"\x07")))
+            ),
+        ),
+        "float32",
+        [1.5],
+        "ParseError",
+    ),
+    "float_then_int64_read_as_int64": (
+        ld(
+            1,
+            ld(
+                1, ld(1, b"a") + ld(2, ld(2, ld(1, struct.pack("<f", 1.5))) + ld(3, ld(1, b"\x07")))
+            ),
+        ),
+        "int64",
+        "InvalidArgumentError",
+        [7],
+    ),
+    "key_without_value": (ld(1, ld(1, ld(1, b"a"))), "int64", "InvalidArgumentError", []),
+    "invalid_utf8_key": (
+        ld(1, ld(1, ld(1, b"\xff") + ld(2, ld(3, ld(1, b"\x05")))))
+        + ld(1, ld(1, ld(1, b"a") + ld(2, ld(3, ld(1, b"\x09"))))),
+        "int64",
+        [9],
+        "ParseError",
+    ),
+    "packed_length_past_the_end": (_int64s(b"\x0a\xe8\x07\x01\x02"), "int64", [1, 2], "ParseError"),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", sorted(TF_DIFFERS))
+def test_where_tensorflow_and_protobuf_differ(name: str, engine: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", engine)
+    record, kind, tf_answer, our_answer = TF_DIFFERS[name]
+    # A batch of 100 (the engines' batch walk) and the record alone (the single-record route).
+    batch = [tfr.encode_example({"a": [4]} if kind == "int64" else {"a": [4.0]})] * 99 + [record]
+    tf_spec = {"a": tf.io.VarLenFeature(TF_DT[kind[0]])}
+    our_spec = {"a": tfr.VarLenFeature(OUR_DT[kind[0]])}
+    for records in (batch, [record]):
+        try:
+            sparse = tf.io.parse_example(records, tf_spec)["a"]
+            last = sparse.indices.numpy()[:, 0] == len(records) - 1
+            theirs: Any = sparse.values.numpy()[last].tolist()
+        except tf.errors.InvalidArgumentError:
+            theirs = "InvalidArgumentError"
+        assert theirs == tf_answer, (name, len(records), theirs)
+        try:
+            out = tfr.parse_example(records, our_spec)["a"]
+            ours: Any = out.values[out.indices[:, 0] == len(records) - 1].tolist()
+        except tfr.ParseError:
+            ours = "ParseError"
+        assert ours == our_answer, (name, len(records), ours)
 
 
 #: tf.io's spec classes with tf's dtypes: spelled like ``tfr`` for shared spec makers.
