@@ -23,64 +23,18 @@ import json
 import logging
 import re
 import shutil
-import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import pytest
+from _docblocks import ROOT, Block, python_blocks
 
 import tfrecord_lite as tfr
 
-ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 TFDS_FIXTURE = ROOT / "tests" / "data" / "tfds" / "tfl_digits" / "small" / "3.0.1"
 SKIP_FILES: set[Path] = set()
-
-_FENCE = re.compile(r"^(?P<fence>`{3,})(?P<info>[^`]*)$")
-_NOTEST = re.compile(r'\bnotest="(?P<reason>[^"]*)"')
-
-
-@dataclass
-class Block:
-    path: Path
-    line: int  # 1-based line of the opening fence
-    code: str
-    notest: Optional[str]  # the reason, for a block marked notest="..."
-
-    @property
-    def name(self) -> str:
-        path = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
-        return f"{path}:{self.line}"
-
-
-def python_blocks(path: Path) -> list[Block]:
-    """The ```python blocks of a Markdown file, in order (indented ones too)."""
-    blocks: list[Block] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        stripped = lines[i].lstrip()
-        indent = len(lines[i]) - len(stripped)
-        m = _FENCE.match(stripped)
-        if not m:
-            i += 1
-            continue
-        fence, info = m.group("fence"), m.group("info").strip()
-        j = i + 1
-        while j < len(lines) and not lines[j].lstrip().startswith(fence):
-            j += 1
-        if info.split(" ", 1)[0] in ("python", "py", "pycon"):
-            body = "\n".join(line[indent:] for line in lines[i + 1 : j])
-            notest = _NOTEST.search(info)
-            blocks.append(
-                Block(
-                    path, i + 1, textwrap.dedent(body), notest.group("reason") if notest else None
-                )
-            )
-        i = j + 1
-    return blocks
 
 
 def _png(pixels: np.ndarray) -> bytes:
