@@ -137,6 +137,14 @@ TASKS: dict[str, TaskInfo] = {
         ),
         *_parse_tasks(),
         TaskInfo(
+            "mnist_single",
+            "MNIST-like, TF tutorial: .map(parse_single_example), a record at a time",
+            "mnist",
+            "krec/s",
+            "tf",
+            2.0,
+        ),
+        TaskInfo(
             "mnist_write",
             "MNIST write from NumPy arrays",
             "mnist",
@@ -457,6 +465,26 @@ for _name in _parse_task_names():
     impl((_name, "tfrecord_lite"))(lite_parse)
 
 
+@impl(("mnist_single", "tfrecord_lite"))
+def lite_single(ctx: Context, task: TaskInfo) -> dict[str, Run]:
+    """TensorFlow's tutorial pipeline, ported by replacing ``tf.`` with ``tfr.``."""
+    tfr = _tfr()
+    need(tfr, "data", "io")
+    path, size = ctx.path(task.dataset), ctx.entry(task.dataset)["file_bytes"]
+    spec = lite_features(tfr, task.dataset)
+    key = data.CHECK_KEY[task.dataset]
+    pipeline = tfr.data.TFRecordDataset(path).map(lambda r: tfr.io.parse_single_example(r, spec))
+
+    def run() -> Count:
+        n = check = 0
+        for example in pipeline:
+            n += 1
+            check += int(np.asarray(example[key]).reshape(-1)[0])
+        return Count(n, size, check)
+
+    return {"map(parse_single_example)": run}
+
+
 @impl(("mnist_write", "tfrecord_lite"))
 def lite_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     tfr = _tfr()
@@ -619,6 +647,37 @@ for _name in _parse_task_names():
     impl((_name, "tensorflow"))(tf_parse)
 
 
+@impl(("mnist_single", "tensorflow"))
+def tf_single(ctx: Context, task: TaskInfo) -> dict[str, Run]:
+    """The tutorial's ``TFRecordDataset(f).map(lambda r: parse_single_example(r, spec))``."""
+    tf = _import_tf()
+    path, size = ctx.path(task.dataset), ctx.entry(task.dataset)["file_bytes"]
+    spec = tf_features(tf, task.dataset)
+    key = data.CHECK_KEY[task.dataset]
+
+    def parse(r: Any) -> Any:
+        return tf.io.parse_single_example(r, spec)
+
+    pipelines = {
+        "map": tf.data.TFRecordDataset(path).map(parse),
+        "map(AUTOTUNE).prefetch": tf.data.TFRecordDataset(path)
+        .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE),
+    }
+
+    def runner(ds: Any) -> Run:
+        def run() -> Count:
+            n = check = 0
+            for example in ds:
+                n += 1
+                check += int(example[key].numpy().reshape(-1)[0])
+            return Count(n, size, check)
+
+        return run
+
+    return {name: runner(ds) for name, ds in pipelines.items()}
+
+
 @impl(("gzip_write", "tensorflow"))
 def tf_gzip_write(ctx: Context, task: TaskInfo) -> dict[str, Run]:
     tf = _import_tf()
@@ -684,6 +743,7 @@ def vahidk_raw(ctx: Context, task: TaskInfo) -> dict[str, Run]:
 
 
 @impl(
+    ("mnist_single", "tfrecord"),
     ("mnist_parse", "tfrecord"),
     ("tabular_parse", "tfrecord"),
     ("imagenet_parse", "tfrecord"),
