@@ -11,6 +11,10 @@ one of two ways:
   sizes in every column are laid out as the rows of one 2-D byte array (one
   group per distinct size pattern; usually one or two);
 * join: otherwise, each record is one ``b"".join`` of its pieces.
+
+Where the engine for the batch is ``jit`` (:func:`._jit.engine`), the checked and
+converted columns go to the compiled writer instead (:mod:`._jit_encode`), which
+builds the same bytes in one buffer.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from ._build import (
     _vlen,
     _where,
 )
+from ._jit import engine
+from ._jit_encode import BYTES, FEATURE, FLOATS, INTS, jit_framed, jit_records
 from ._wire import (
     _encode_varints_array,
     encode_varint,
@@ -136,10 +142,21 @@ class _Column:
     ``prefix(d[i]) + data_i``. ``data_list()`` gives every record's data;
     ``data_rows(idx, width)`` the data of records ``idx`` (all if None), all of
     size ``width``, as a 2-D array. ``array_backed`` columns make rows cheaply
-    (NumPy data, or short values).
+    (NumPy data, or short values). ``kind`` and ``source`` describe the column to
+    the compiled writer (:class:`._jit_encode.EncodeColumn`).
     """
 
-    __slots__ = ("_cache", "_header", "_key_field", "array_backed", "d", "data_list", "data_rows")
+    __slots__ = (
+        "_cache",
+        "_header",
+        "_key_field",
+        "array_backed",
+        "d",
+        "data_list",
+        "data_rows",
+        "kind",
+        "source",
+    )
 
     def __init__(
         self,
@@ -149,6 +166,7 @@ class _Column:
         data_list: Callable[[], list[bytes]],
         data_rows: Callable[[Optional[npt.NDArray[np.intp]], int], npt.NDArray[np.uint8]],
         array_backed: bool,
+        source: Any,
     ) -> None:
         self._key_field = _key_field(name)
         self._header = header
@@ -157,6 +175,8 @@ class _Column:
         self.data_list = data_list
         self.data_rows = data_rows
         self.array_backed = array_backed
+        self.kind = _KINDS[header]
+        self.source = source
 
     def prefix(self, d: int) -> bytes:
         """Map-entry bytes in front of ``d`` bytes of data."""
@@ -185,6 +205,15 @@ def _rows_ok(d: npt.NDArray[np.int64], n: int) -> bool:
     return int(d.sum()) <= _SMALL_DATA * n
 
 
+#: The compiled writer's kind of a column, by its header.
+_KINDS: dict[Callable[[int], bytes], int] = {
+    _int64_header: INTS,
+    _float_header: FLOATS,
+    _single_bytes_header: BYTES,
+    _no_header: FEATURE,
+}
+
+
 def _bytes_list_column(name: str, values: list[bytes], n: int) -> _Column:
     """One bytes value per record."""
     d = np.fromiter(map(len, values), dtype=np.int64, count=n)
@@ -192,7 +221,7 @@ def _bytes_list_column(name: str, values: list[bytes], n: int) -> _Column:
     def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
         return _join_rows(values, idx, width)
 
-    return _Column(name, _single_bytes_header, d, lambda: values, data_rows, _rows_ok(d, n))
+    return _Column(name, _single_bytes_header, d, lambda: values, data_rows, _rows_ok(d, n), values)
 
 
 def _array_rows_column(
@@ -204,7 +233,7 @@ def _array_rows_column(
     def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
         return rows if idx is None else rows[idx]
 
-    return _Column(name, header, d, lambda: _rows_to_bytes(rows), data_rows, True)
+    return _Column(name, header, d, lambda: _rows_to_bytes(rows), data_rows, True, rows)
 
 
 def _check_uint64(where: Where, values: np.ndarray) -> None:
@@ -235,7 +264,7 @@ def _int_column(where: Where, name: str, values: np.ndarray, n: int) -> _Column:
             return _rows_to_bytes(data_rows(None, int(d[0])))
         return _split(_encode_varints_array(values).tobytes(), d)
 
-    return _Column(name, _int64_header, d, data_list, data_rows, True)
+    return _Column(name, _int64_header, d, data_list, data_rows, True, values)
 
 
 def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
@@ -260,7 +289,7 @@ def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
     def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
         return _join_rows(feats, idx, width)
 
-    return _Column(name, _no_header, d, lambda: feats, data_rows, _rows_ok(d, n))
+    return _Column(name, _no_header, d, lambda: feats, data_rows, _rows_ok(d, n), feats)
 
 
 def _make_column(name: str, values: Any, n: int) -> _Column:
@@ -350,6 +379,10 @@ def encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
         return []
     if not cols:
         return [b"\x0a\x00"] * n
+    if engine(n) == "jit":
+        records = jit_records(cols, n)
+        if records is not None:
+            return records
     groups = _row_groups(cols, n)
     if groups is None:
         return _assemble_join(cols, n)
@@ -373,6 +406,10 @@ def _encode_columns_framed(columns: Mapping[str, Any], n: int) -> FramedRecords:
         return FramedRecords(b"", 0)
     if not cols:
         return FramedRecords(encode_records([b"\x0a\x00"] * n), n)
+    if engine(n) == "jit":
+        built = jit_framed(cols, n)
+        if built is not None:
+            return built
     groups = _row_groups(cols, n)
     if groups is None:
         return FramedRecords(encode_records(_assemble_join(cols, n)), n)

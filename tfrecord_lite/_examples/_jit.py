@@ -64,7 +64,7 @@ AUTO_PICKS_JIT = True
 _KIND_OF = {"string": 1, "float32": 2, "int64": 3}
 _lock = threading.Lock()
 _kernels: Any = None  # (the Example kernels, once loaded)
-_KERNEL_MODULES = ("_jit_kernels", "_jit_sequences")
+_KERNEL_MODULES = ("_jit_kernels", "_jit_sequences", "_jit_encode_kernels", "_jit_encode_crc")
 _modules: dict[str, Any] = {}
 _broken: Optional[str] = None
 
@@ -135,7 +135,7 @@ def _cache_dir() -> Optional[str]:
 def _load(name: str = "_jit_kernels") -> Any:
     """A module of compiled kernels (compiled now, or read from the cache):
     ``_jit_kernels`` (Examples) or ``_jit_sequences`` (SequenceExamples, loaded
-    only when those are parsed)."""
+    only when those are parsed), or the writer's (:mod:`._jit_encode`)."""
     global _kernels, _broken
     module = _modules.get(name)
     if module is not None:
