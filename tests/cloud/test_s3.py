@@ -440,7 +440,14 @@ def test_writer_killed_mid_upload_leaves_nothing_under_the_final_name(
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-    assert keys(s3_client, bucket) == []
+    if kind != "sharded":
+        assert keys(s3_client, bucket) == []
+        return
+    # No shard; only the set's manifest, written when the writer opened, which says that
+    # the set is not complete (the writer never got to replace it).
+    assert keys(s3_client, bucket) == ["killed/_train.shards.json"]
+    body = s3_client.get_object(Bucket=bucket, Key="killed/_train.shards.json")["Body"].read()
+    assert json.loads(body)["complete"] is False
 
 
 def test_sharded_writer_on_s3(bucket: str, storage_options: dict[str, Any], s3_client: Any) -> None:
@@ -456,8 +463,12 @@ def test_sharded_writer_on_s3(bucket: str, storage_options: dict[str, Any], s3_c
     ) as w:
         w.write_all(recs)
     assert keys(s3_client, bucket) == [
-        f"sh/train-0000{i}-of-00003.gz{x}" for i in range(3) for x in ("", ".index")
+        "sh/_train.gz.shards.json",  # the manifest: complete, listing the three shards
+        *[f"sh/train-0000{i}-of-00003.gz{x}" for i in range(3) for x in ("", ".index")],
     ]
+    manifest = s3_client.get_object(Bucket=bucket, Key="sh/_train.gz.shards.json")["Body"].read()
+    assert json.loads(manifest)["complete"] is True
+    assert [s["records"] for s in json.loads(manifest)["shards"]] == [17, 17, 16]
     got = tfr.TFRecordDataset(f"{prefix}@3.gz", storage_options=so)
     assert sorted(got) == sorted(recs)
     # sequential mode: hidden temporary objects, copied to their final names at close
