@@ -192,12 +192,17 @@ def test_crcs_without_the_crc_instruction_are_the_same(monkeypatch: Any) -> None
 def test_crc_kernel_equals_crc32c() -> None:
     if not _jit_encode._crc_instruction():
         pytest.skip("numba does not compile for an x86-64 CPU with SSE4.2 here")
-    kern = _jit._load("_jit_encode_crc")
+    kern, tables = _jit_encode.crc_kernels()
     rng = np.random.default_rng(0)
     buf = rng.integers(0, 256, 5000, dtype=np.uint8)
-    for start, size in [(0, 0), (0, 1), (3, 7), (1, 8), (5, 9), (0, 4096), (7, 4993)]:
-        assert kern.crc32c(buf, start, size) == tfr.crc32c(buf[start : start + size].tobytes())
-    assert kern.crc32c(np.frombuffer(b"123456789", np.uint8).copy(), 0, 9) == 0xE3069283
+    block = kern.BLOCK
+    sizes = [0, 1, 7, 8, 9, 3 * block - 1, 3 * block, 3 * block + 5, 6 * block + 13, 4096]
+    for start in (0, 1, 7):
+        for size in sizes:
+            expect = tfr.crc32c(buf[start : start + size].tobytes())
+            assert kern.crc32c(buf, start, size, tables) == expect, (start, size)
+    nine = np.frombuffer(b"123456789", np.uint8).copy()
+    assert kern.crc32c(nine, 0, 9, tables) == 0xE3069283
 
 
 def _calls(monkeypatch: Any) -> list[int]:
@@ -221,24 +226,30 @@ def _calls(monkeypatch: Any) -> list[int]:
 @needs_numba
 def test_engine_choice(monkeypatch: Any) -> None:
     seen = _calls(monkeypatch)
-    big = {"a": np.arange(_jit.JIT_MIN_RECORDS), "b": [b"x"] * _jit.JIT_MIN_RECORDS}
-    small = {"a": np.arange(3), "b": [b"x"] * 3}
+    m = _jit.JIT_MIN_RECORDS
+    big = {"a": np.arange(m) * 1000, "b": [b"x" * (i % 7) for i in range(m)]}
+    small = {"a": np.arange(3) * 1000, "b": [b"x", b"", b"yy"]}
+    uniform = {"a": np.arange(m) % 100, "b": [b"x"] * m}  # records of one size
     monkeypatch.delenv(_jit.ENGINE_VARIABLE, raising=False)
-    _encode_columns_framed(big, _jit.JIT_MIN_RECORDS)
-    encode_columns(big, _jit.JIT_MIN_RECORDS)
-    assert seen == [_jit.JIT_MIN_RECORDS] * 2  # auto: jit for a large enough batch
+    _encode_columns_framed(big, m)
+    encode_columns(big, m)
+    assert seen == [m] * 2  # auto: jit for a large enough batch
     _encode_columns_framed(small, 3)
     assert len(seen) == 2  # a small one: NumPy, no compile
+    encode_columns(uniform, m)
+    assert len(seen) == 2  # records of one size, not framed: NumPy's rows
+    _encode_columns_framed(uniform, m)
+    assert len(seen) == 3  # framed: jit
     monkeypatch.setenv(_jit.ENGINE_VARIABLE, "jit")
     encode_columns(small, 3)
     assert seen[-1] == 3
     monkeypatch.setenv(_jit.ENGINE_VARIABLE, "numpy")
-    _encode_columns_framed(big, _jit.JIT_MIN_RECORDS)
-    encode_columns(big, _jit.JIT_MIN_RECORDS)
-    assert len(seen) == 3
+    _encode_columns_framed(big, m)
+    encode_columns(big, m)
+    assert len(seen) == 4
     monkeypatch.setenv(_jit.ENGINE_VARIABLE, "fast")
     with pytest.raises(ValueError, match="auto, numpy or jit"):
-        encode_columns(big, _jit.JIT_MIN_RECORDS)
+        encode_columns(big, m)
 
 
 def test_without_numba_the_numpy_path_writes_the_same(monkeypatch: Any, tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ one of two ways:
 
 Where the engine for the batch is ``jit`` (:func:`._jit.engine`), the checked and
 converted columns go to the compiled writer instead (:mod:`._jit_encode`), which
-builds the same bytes in one buffer.
+builds the same bytes in one buffer: always for a file's framed records, and for
+``encode_columns`` unless the records all have one size (rows are as fast).
 """
 
 from __future__ import annotations
@@ -379,11 +380,12 @@ def encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
         return []
     if not cols:
         return [b"\x0a\x00"] * n
-    if engine(n) == "jit":
+    groups = _row_groups(cols, n)
+    # (records of one size are copied here as fast as built there: NumPy for those)
+    if (groups is None or len(groups) > 1) and engine(n) == "jit":
         records = jit_records(cols, n)
         if records is not None:
             return records
-    groups = _row_groups(cols, n)
     if groups is None:
         return _assemble_join(cols, n)
     if len(groups) == 1:

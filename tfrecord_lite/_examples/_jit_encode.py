@@ -81,6 +81,20 @@ def _crc_instruction() -> bool:
     return _hardware_crc
 
 
+_tables: Optional[np.ndarray] = None
+
+
+def crc_kernels() -> tuple[Any, np.ndarray]:
+    """The CRC kernels (:mod:`._jit_encode_crc`) and their shift tables (made once)."""
+    global _tables
+    kern = _load("_jit_encode_crc")
+    if _tables is None:
+        tables = np.empty((2, 4, 256), dtype=np.uint32)
+        kern.shift_tables(tables)
+        _tables = tables
+    return kern, _tables
+
+
 def _frame_by_backend(out: np.ndarray, roff: np.ndarray) -> None:
     """:func:`._jit_encode_crc.frame_crcs` with the installed CRC backend, record by record."""
     view = memoryview(out)  # type: ignore[arg-type]
@@ -90,87 +104,101 @@ def _frame_by_backend(out: np.ndarray, roff: np.ndarray) -> None:
         view[b - 4 : b] = footer_of_crc(crc32c(view[a + HEADER_SIZE : b - 4]))
 
 
-def _offsets(column: EncodeColumn, n: int) -> np.ndarray:
-    """Where each record's data starts in the column's bytes (``n + 1`` offsets)."""
-    offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(column.d, out=offs[1:])
-    return offs
+class _Plan:
+    """A chunk's columns as the kernels take them, and every record's size (the first
+    pass); :meth:`fill` builds the records."""
+
+    def __init__(self, kern: Any, columns: Sequence[EncodeColumn], n: int, framed: bool) -> None:
+        self.kern = kern
+        self.framed = framed
+        ncols = len(columns)
+        kinds = np.array([c.kind for c in columns], dtype=np.int8)
+        ioff = np.zeros(ncols, dtype=np.int64)
+        icnt = np.zeros(ncols, dtype=np.int64)
+        #: offs[i, c]: where record i's data starts in column c's bytes
+        offs = np.zeros((n + 1, ncols), dtype=np.int64)
+        self.addr = np.zeros(ncols, dtype=np.int64)
+        self.keep: list[np.ndarray] = []  # the byte sources, alive as long as the plan
+        int_parts: list[np.ndarray] = []
+        width = 0
+        for c, col in enumerate(columns):
+            if col.kind == INTS:
+                values = np.asarray(col.source).reshape(n, -1)
+                ioff[c], icnt[c] = width, values.shape[1]
+                width += values.shape[1]
+                int_parts.append(values.astype(np.int64, copy=False))
+                continue
+            if isinstance(col.source, np.ndarray):
+                data = np.ascontiguousarray(col.source, dtype=np.uint8)
+                offs[:, c] = np.arange(n + 1, dtype=np.int64) * data.shape[1]
+            else:
+                data = np.frombuffer(b"".join(col.source) or b"\0", dtype=np.uint8)
+                np.cumsum(col.d, out=offs[1:, c])
+            self.keep.append(data)
+            self.addr[c] = data.ctypes.data
+        if int_parts:
+            ints = np.ascontiguousarray(np.concatenate(int_parts, axis=1), dtype=np.int64)
+        else:
+            ints = np.zeros((n, 0), dtype=np.int64)
+        key_fields = [col._key_field for col in columns]
+        koff = np.zeros(ncols + 1, dtype=np.int64)
+        np.cumsum([len(k) for k in key_fields], out=koff[1:])
+        self.kbytes = np.frombuffer(b"".join(key_fields), dtype=np.uint8).copy()
+        self.ints, self.kinds, self.ioff, self.icnt, self.offs, self.koff = (
+            ints, kinds, ioff, icnt, offs, koff,
+        )  # fmt: skip
+        self.d = np.empty((n, ncols), dtype=np.int64)
+        sizes = np.empty(n, dtype=np.int64)
+        kern.record_sizes((ints, kinds, ioff, icnt, offs, koff), self.d, sizes)
+        #: where each record begins (n + 1 offsets, framed or not)
+        self.roff = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes + RECORD_OVERHEAD if framed else sizes, out=self.roff[1:])
+        # each column's map-entry prefix, made once per data size in a row
+        self.prefixes = np.empty((ncols, max(map(len, key_fields)) + kern.PREFIX_SLACK), np.uint8)
+        self.state = np.full((3, ncols), -1, dtype=np.int64)
+
+    def fill(self) -> np.ndarray:
+        """Every record in one new buffer (framed: CRCs too)."""
+        out = np.empty(int(self.roff[-1]), dtype=np.uint8)
+        described = (self.ints, self.kinds, self.ioff, self.icnt, self.offs, self.koff)
+        self.kern.fill_records(
+            described, self.kbytes, self.addr, self.d, self.roff, out, self.framed,
+            self.prefixes, self.state,
+        )  # fmt: skip
+        if self.framed:
+            if _crc_instruction():
+                kern, tables = crc_kernels()
+                kern.frame_crcs(out, self.roff, tables)
+            else:
+                _frame_by_backend(out, self.roff)
+        return out
 
 
-def _build(
-    columns: Sequence[EncodeColumn], n: int, framed: bool
-) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    """The ``n`` records in one buffer and where each begins (``n + 1`` offsets); None
-    where the kernels cannot be loaded."""
+def _plan(columns: Sequence[EncodeColumn], n: int, framed: bool) -> Optional[_Plan]:
+    """The plan of ``columns``; None where the kernels cannot be loaded."""
     try:
         kern = _load("_jit_encode_kernels")
     except Exception:
         return None
-    ncols = len(columns)
-    kinds = np.array([c.kind for c in columns], dtype=np.int8)
-    ioff = np.zeros(ncols, dtype=np.int64)
-    icnt = np.zeros(ncols, dtype=np.int64)
-    offs = np.zeros((ncols, n + 1), dtype=np.int64)
-    addr = np.zeros(ncols, dtype=np.int64)
-    keep: list[np.ndarray] = []  # the byte sources, alive until the kernel has read them
-    int_parts: list[np.ndarray] = []
-    width = 0
-    for c, col in enumerate(columns):
-        if col.kind == INTS:
-            values = np.asarray(col.source).reshape(n, -1)
-            ioff[c], icnt[c] = width, values.shape[1]
-            width += values.shape[1]
-            int_parts.append(values.astype(np.int64, copy=False))
-            continue
-        if isinstance(col.source, np.ndarray):
-            data = np.ascontiguousarray(col.source, dtype=np.uint8)
-            offs[c] = np.arange(n + 1, dtype=np.int64) * data.shape[1]
-        else:
-            data = np.frombuffer(b"".join(col.source) or b"\0", dtype=np.uint8)
-            offs[c] = _offsets(col, n)
-        keep.append(data)
-        addr[c] = data.ctypes.data
-    if int_parts:
-        ints = np.ascontiguousarray(np.concatenate(int_parts, axis=1), dtype=np.int64)
-    else:
-        ints = np.zeros((n, 0), dtype=np.int64)
-    key_fields = [col._key_field for col in columns]
-    koff = np.zeros(ncols + 1, dtype=np.int64)
-    np.cumsum([len(k) for k in key_fields], out=koff[1:])
-    kbytes = np.frombuffer(b"".join(key_fields), dtype=np.uint8).copy()
-    d = np.empty((n, ncols), dtype=np.int64)
-    sizes = np.empty(n, dtype=np.int64)
-    described = (ints, kinds, ioff, icnt, offs, koff)
-    kern.record_sizes(described, d, sizes)
-    roff = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes + RECORD_OVERHEAD if framed else sizes, out=roff[1:])
-    out = np.empty(int(roff[-1]), dtype=np.uint8)
-    kern.fill_records(described, kbytes, addr, d, roff, out, framed)
-    del keep
-    if framed:
-        if _crc_instruction():
-            _load("_jit_encode_crc").frame_crcs(out, roff)
-        else:
-            _frame_by_backend(out, roff)
-    return out, roff
+    return _Plan(kern, columns, n, framed)
 
 
 def jit_framed(columns: Sequence[EncodeColumn], n: int) -> Optional[FramedRecords]:
     """The ``n`` records of ``columns``, framed in one buffer (as a file holds them);
     None where the kernels cannot be loaded."""
-    built = _build(columns, n, True)
-    if built is None:
+    plan = _plan(columns, n, True)
+    if plan is None:
         return None
-    return FramedRecords(built[0].data, n)
+    return FramedRecords(plan.fill().data, n)
 
 
 def jit_records(columns: Sequence[EncodeColumn], n: int) -> Optional[list[bytes]]:
     """The ``n`` records of ``columns``, one ``bytes`` each; None where the kernels
     cannot be loaded."""
-    built = _build(columns, n, False)
-    if built is None:
+    plan = _plan(columns, n, False)
+    if plan is None:
         return None
-    out, roff = built
+    out, roff = plan.fill(), plan.roff
     size = int(roff[1])
     if size and int(roff[-1]) == n * size and bool((np.diff(roff) == size).all()):
         # records of one size: the rows of a void array, made in C

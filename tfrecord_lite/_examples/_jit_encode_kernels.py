@@ -9,8 +9,8 @@ first time a large enough chunk is written with the ``jit`` engine, never
 Columns are described the way :mod:`._encode_columns` sees them, one ``kind`` per
 column (the header in front of its data: :data:`._jit_encode.INTS` ...). Integer columns
 are the ``ints`` array's columns ``ioff[c]:ioff[c] + icnt[c]`` (the varints are
-written here); every other column is a run of bytes per record, ``offs[c, i]`` to
-``offs[c, i + 1]`` in a buffer at the address ``addr[c]`` (the column's own array
+written here); every other column is a run of bytes per record, ``offs[i, c]`` to
+``offs[i + 1, c]`` in a buffer at the address ``addr[c]`` (the column's own array
 or joined bytes, kept alive by the caller for the call). Two passes:
 :func:`record_sizes` gives each record's data size per column and its size,
 :func:`fill_records` writes the records, one after the other, at ``roff[i]``,
@@ -40,7 +40,7 @@ from numba.extending import intrinsic
 
 from ._jit_encode import BYTES, FEATURE, FLOATS, INTS
 
-__all__ = ["fill_records", "record_sizes"]
+__all__ = ["PREFIX_SLACK", "fill_records", "record_sizes"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "cache": True, "_nrt": False}
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -49,7 +49,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _jit: Callable[[_F], _F] = numba.njit(inline="always", **_OPTIONS)
 _t = numba.types
 _I64, _I8, _U8 = (_t.Array(d, 1, "C") for d in (_t.int64, _t.int8, _t.uint8))
-_I64_2D = _t.Array(_t.int64, 2, "C")
+_I64_2D, _U8_2D = (_t.Array(d, 2, "C") for d in (_t.int64, _t.uint8))
 _ir: Any = importlib.import_module("llvmlite.ir")  # (llvmlite, numba's, has no type hints)
 _memcpy: Any = cgutils.raw_memcpy
 
@@ -145,13 +145,45 @@ def record_sizes(columns: Any, d: np.ndarray, sizes: np.ndarray) -> None:
                 for j in range(ioff[c], ioff[c] + icnt[c]):
                     size += _vsize(np.uint64(ints[i, j]))
             else:
-                size = offs[c, i + 1] - offs[c, i]
+                size = offs[i + 1, c] - offs[i, c]
             d[i, c] = size
         body = _body_size(kinds, koff, d, i)
         sizes[i] = 1 + _vsize(np.uint64(body)) + body
 
 
-@numba.njit(_t.void(_COLUMNS, _U8, _I64, _I64_2D, _I64, _U8, _t.boolean), **_OPTIONS)
+@_jit
+def _put_prefix(
+    out: np.ndarray, kbytes: np.ndarray, koff: np.ndarray, c: int, kind: int, size: int
+) -> int:
+    """Column ``c``'s map-entry bytes in front of ``size`` bytes of data, written at
+    ``out[0:]``; their number."""
+    entry, f = _entry_sizes(koff[c + 1] - koff[c], kind, size)
+    out[0] = 0x0A
+    p = _put(out, 1, np.uint64(entry))
+    for j in range(koff[c], koff[c + 1]):
+        out[p] = kbytes[j]
+        p += 1
+    out[p] = 0x12
+    p = _put(out, p + 1, np.uint64(f))
+    if kind != FEATURE:
+        out[p] = 0x1A if kind == INTS else 0x12 if kind == FLOATS else 0x0A
+        if size == 0 and kind != BYTES:
+            out[p + 1] = 0
+            p += 2
+        else:
+            p = _put(out, p + 1, np.uint64(_list_size(size) + size))
+            out[p] = 0x0A
+            p = _put(out, p + 1, np.uint64(size))
+    return p
+
+
+#: Bytes of a map entry's prefix besides its key field, at most (tags and varints).
+PREFIX_SLACK = 48
+
+
+@numba.njit(
+    _t.void(_COLUMNS, _U8, _I64, _I64_2D, _I64, _U8, _t.boolean, _U8_2D, _I64_2D), **_OPTIONS
+)
 def fill_records(
     columns: Any,
     kbytes: np.ndarray,
@@ -160,43 +192,42 @@ def fill_records(
     roff: np.ndarray,
     out: np.ndarray,
     framed: bool,
+    prefixes: np.ndarray,
+    state: np.ndarray,
 ) -> None:
     """Write record ``i`` at ``out[roff[i]:roff[i + 1]]`` (framed: its length first,
-    room for the two CRCs left); ``kbytes``: the key fields one after the other."""
+    room for the two CRCs left); ``kbytes``: the key fields one after the other.
+
+    Each column's map-entry prefix is made once per data size in a row (``prefixes[c]``,
+    a row of key field + :data:`PREFIX_SLACK` bytes; ``state``: (3, ncols), set to -1:
+    the size it was made for, its length, the entry's length with the data).
+    """
     ints, kinds, ioff, icnt, offs, koff = columns
     n, ncols = d.shape
     for i in range(n):
         p = roff[i]
         if framed:
-            size = roff[i + 1] - p - 16
+            length = roff[i + 1] - p - 16
             for j in range(8):
-                out[p + j] = np.uint8((size >> (8 * j)) & 0xFF)
+                out[p + j] = np.uint8((length >> (8 * j)) & 0xFF)
             p += 12
-        out[p] = 0x0A
-        p = _put(out, p + 1, np.uint64(_body_size(kinds, koff, d, i)))
+        body = 0
         for c in range(ncols):
-            kind = kinds[c]
             size = d[i, c]
-            entry, f = _entry_sizes(koff[c + 1] - koff[c], kind, size)
-            out[p] = 0x0A
-            p = _put(out, p + 1, np.uint64(entry))
-            for j in range(koff[c], koff[c + 1]):
-                out[p] = kbytes[j]
-                p += 1
-            out[p] = 0x12
-            p = _put(out, p + 1, np.uint64(f))
-            if kind != FEATURE:
-                out[p] = 0x1A if kind == INTS else 0x12 if kind == FLOATS else 0x0A
-                if size == 0 and kind != BYTES:
-                    out[p + 1] = 0
-                    p += 2
-                else:
-                    p = _put(out, p + 1, np.uint64(_list_size(size) + size))
-                    out[p] = 0x0A
-                    p = _put(out, p + 1, np.uint64(size))
-            if kind == INTS:
+            if size != state[0, c]:
+                made = _put_prefix(prefixes[c], kbytes, koff, c, kinds[c], size)
+                state[0, c], state[1, c], state[2, c] = size, made, made + size
+            body += state[2, c]
+        out[p] = 0x0A
+        p = _put(out, p + 1, np.uint64(body))
+        for c in range(ncols):
+            for j in range(state[1, c]):
+                out[p + j] = prefixes[c, j]
+            p += state[1, c]
+            size = d[i, c]
+            if kinds[c] == INTS:
                 for j in range(ioff[c], ioff[c] + icnt[c]):
                     p = _put(out, p, np.uint64(ints[i, j]))
             else:
-                _copy_from(out, p, addr[c] + offs[c, i], size)
+                _copy_from(out, p, addr[c] + offs[i, c], size)
                 p += size
