@@ -7,13 +7,16 @@ Two sets of columns: MNIST-like (the ``mnist_write`` task of :mod:`benchmarks.ta
 from :func:`benchmarks.data.mnist_arrays`) and taxi-like (the scalar columns of the
 TFX taxi data: nine float32, five int64, two categorical strings as object arrays,
 and one list-of-lists column with empty lists where a value is missing). For each,
-``tfr.write_examples`` is timed three ways, the engines taking turns (numpy, jit,
-numpy, ...), median of ``--repeat``:
+``tfr.write_examples`` is timed three ways, the engines taking turns (numpy then jit,
+then jit then numpy, ...: the page cache's writeback of one file slows the next
+write), median of ``--repeat``:
 
 * ``encode``: into a sink that drops the bytes (building and framing the records);
 * ``file``: into a file in a temporary directory, the same path each time (what the
-  ``mnist_write`` task does; the file is opened with truncation every time);
-* ``fresh``: into a new file each time (the previous one removed first).
+  ``mnist_write`` task does: the file written one round before is truncated when it is
+  opened); each engine has a path of its own, so that neither truncates the file the
+  other has just written (a truncation costs more while the file's pages are new);
+* ``fresh``: into a new file each time (the engine's previous one removed first).
 
 Rates are records/s; the last column is the ``jit`` file rate over TensorFlow's
 ``Example`` + ``TFRecordWriter`` loop on MNIST-like records, 94.8 k records/s, a figure
@@ -108,16 +111,14 @@ def _rates(
     """Records/s of each (way, engine); the engines take turns, median of ``repeat``."""
     import tfrecord_lite as tfr
 
-    path = os.path.join(tmp, "columns.tfrecord")
-    fresh = os.path.join(tmp, "fresh.tfrecord")
-
-    def encode() -> None:
+    def encode(engine: str) -> None:
         tfr.write_examples(_Sink(), columns)  # type: ignore[arg-type]
 
-    def file() -> None:
-        tfr.write_examples(path, columns)
+    def file(engine: str) -> None:
+        tfr.write_examples(os.path.join(tmp, f"{engine}.tfrecord"), columns)
 
-    def new_file() -> None:
+    def new_file(engine: str) -> None:
+        fresh = os.path.join(tmp, f"{engine}-fresh.tfrecord")
         if os.path.exists(fresh):
             os.unlink(fresh)
         tfr.write_examples(fresh, columns)
@@ -126,13 +127,14 @@ def _rates(
     times: dict[tuple[str, str], list[float]] = {(w, e): [] for w in ways for e in ENGINES}
     for engine in ENGINES:  # compile / load the kernels, warm the caches
         os.environ["TFRECORD_LITE_ENGINE"] = engine
-        file()
-    for _ in range(repeat):
-        for (way, engine), taken in times.items():
-            os.environ["TFRECORD_LITE_ENGINE"] = engine
-            t = clock()
-            ways[way]()
-            taken.append(clock() - t)
+        file(engine)
+    for r in range(repeat):
+        for way in ways:
+            for engine in ENGINES if r % 2 == 0 else ENGINES[::-1]:
+                os.environ["TFRECORD_LITE_ENGINE"] = engine
+                t = clock()
+                ways[way](engine)
+                times[way, engine].append(clock() - t)
     os.environ.pop("TFRECORD_LITE_ENGINE")
     return {key: n / statistics.median(taken) for key, taken in times.items()}
 
