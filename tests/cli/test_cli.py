@@ -307,7 +307,7 @@ def test_verify_header_corruption_resynchronises():
         ("truncated-data.plain", "record 3, byte offset 101"),
         ("truncated-data.gzip", "record 3, decompressed byte offset 101"),
         ("corrupt-header-first.plain", "record 0, byte offset 0"),
-        ("not-a-tfrecord.plain", "record 0, byte offset 0"),
+        ("not-a-tfrecord.plain", "not a TFRecord file"),  # the whole file, no record
         ("huge-length-2e63.plain", "record 2, byte offset 35"),
         ("cut-stream-middle.zlib", "record 6, decompressed byte offset 1405"),
     ],

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from .. import example_pb2
 from .._errors import TFRecordError
-from .._files import Damage, Record, expand_paths, fs, salvage_file
+from .._files import Damage, NotATFRecordError, Record, expand_paths, fs, salvage_file
 from ._progress import Progress, progress
 
 PROG = "tfrecord-lite"
@@ -202,8 +202,31 @@ def where_text(err: TFRecordError, compressed: bool) -> str:
     return ", ".join(parts)
 
 
+def not_tfrecord(err: BaseException) -> Optional[NotATFRecordError]:
+    """``err`` when it says a whole file is of another format (an image, CSV...), else None."""
+    if isinstance(err, NotATFRecordError) and err.what is not None:
+        return err
+    return None
+
+
+def not_tfrecord_line(err: NotATFRecordError, path: Optional[str] = None) -> str:
+    """One line for a file that is not a TFRecord file: which, what it is, what to do."""
+    what = err.what or ""
+    if what.endswith("image"):
+        todo = f"to turn a folder of images into TFRecords, run {PROG} from-images DIR OUT"
+    else:
+        todo = "to write such data as TFRecords, use tfrecord_lite.write_examples"
+    return (
+        f"{path or err.path}: {err.message}. {PROG} reads TFRecord files (plain, GZIP or "
+        f"ZLIB) only; {todo}"
+    )
+
+
 def damage_line(item: Damage, path: str, compressed: bool) -> str:
     """One line for a damaged stretch of a file: what, where, and where reading goes on."""
+    other = not_tfrecord(item.error)
+    if other is not None:
+        return not_tfrecord_line(other, path)
     err = item.error
     where = where_text(err, compressed)
     line = f"{path}: {where + ': ' if where else ''}{err.message}"

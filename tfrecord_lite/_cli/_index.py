@@ -16,6 +16,8 @@ from ._common import (
     add_command,
     examples_text,
     expand_inputs,
+    not_tfrecord,
+    not_tfrecord_line,
     say,
     where_text,
 )
@@ -43,8 +45,10 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                 dest = create_index(path, args.output)
             except DataLossError as e:
                 failed += 1
+                other = not_tfrecord(e)
                 where = where_text(e, False)
-                say(bar, f"{path}: {where + ': ' if where else ''}{e.message}", err=True)
+                line = f"{path}: {where + ': ' if where else ''}{e.message}"
+                say(bar, line if other is None else not_tfrecord_line(other, path), err=True)
             else:
                 if not ctx.quiet:
                     say(bar, f"{dest}: {plural(_count_lines(dest), 'record')}")

@@ -18,7 +18,7 @@ from .._examples import (
     add_records,
     schema_from_stats,
 )
-from .._files import Damage, SalvageInfo, salvage_file
+from .._files import Damage, NotATFRecordError, SalvageInfo, salvage_file
 from .._record import crc_backend
 from .._version import __version__
 from ._common import (
@@ -30,6 +30,7 @@ from ._common import (
     damage_line,
     examples_text,
     expand_inputs,
+    not_tfrecord,
     positive_int,
     say,
     tfds_inputs,
@@ -94,8 +95,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     sample: Optional[int] = args.sample
     reports: list[dict[str, Any]] = []
     problems = 0
-    if not args.json:
-        print(f"{PROG} {__version__}, CRC32C backend: {crc_backend()}")
+    title = f"{PROG} {__version__}, CRC32C backend: {crc_backend()}"  # before the first report
     with ctx.bar(total_size(paths), "info", "B") as bar:
         for path in paths:
             info = SalvageInfo()
@@ -104,9 +104,11 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             records = data_bytes = parsed = not_examples = 0
             first_bad: Optional[int] = None
             damage: list[str] = []
+            other: Optional[NotATFRecordError] = None
             probe = KindProbe()
             for item in salvage_file(path, on_bytes=bar.update, info=info):
                 if isinstance(item, Damage):
+                    other = not_tfrecord(item.error)
                     damage.append(damage_line(item, path, bool(info.compression)))
                     if not args.json:
                         say(bar, damage[-1], err=True)
@@ -129,15 +131,28 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             )
             _kind_report(report, probe.result())
             report["problems"] = damage
+            if other is not None:  # a CSV, an image...: its one line said it all
+                report["not_a_tfrecord"] = other.message
+                report["record_type"] = None
             reports.append(report)
-            if not args.json:
-                say(bar, "\n".join(_info_text(report, stats, seq_stats, parsed)))
+            if not args.json and other is None:
+                lines = _info_text(report, stats, seq_stats, parsed)
+                if title:
+                    lines.insert(0, title)
+                    title = ""
+                say(bar, "\n".join(lines))
     if args.json:
         out = {"version": __version__, "crc_backend": crc_backend(), "files": reports}
         print(json.dumps(out, indent=2))
-    elif len(paths) > 1:
+    elif len(paths) > 1 and title == "":  # (some file was a TFRecord file)
         total = sum(r["records"] for r in reports)
-        print(f"\ntotal: {plural(total, 'record')} in {len(paths)} files")
+        others = sum("not_a_tfrecord" in r for r in reports)
+        files = plural(len(paths) - others, "file")
+        if others:
+            files += f" (and {others} not " + (
+                "a TFRecord file)" if others == 1 else "TFRecord files)"
+            )
+        print(f"\ntotal: {plural(total, 'record')} in {files}")
     return EXIT_DATA if problems else EXIT_OK
 
 

@@ -19,7 +19,16 @@ from collections.abc import Sequence
 from typing import Optional
 
 from .._errors import TFRecordError
-from ._common import EXIT_DATA, EXIT_OK, EXIT_USAGE, PROG, Ctx, UsageError
+from ._common import (
+    EXIT_DATA,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    Ctx,
+    UsageError,
+    not_tfrecord,
+    not_tfrecord_line,
+)
 from ._parser import build_parser
 
 __all__ = ["main"]
@@ -74,6 +83,10 @@ def _report(e: Exception) -> int:
         name = e.filename if e.filename is not None else ""
         _error(f"{e.strerror or e}: {name}" if name else str(e))
         return EXIT_USAGE
+    other = not_tfrecord(e)
+    if other is not None:  # a CSV, an image...: which file, what it is, what to do
+        _error(not_tfrecord_line(other))
+        return EXIT_DATA
     if isinstance(e, TFRecordError):
         _error(str(e))
         return EXIT_DATA

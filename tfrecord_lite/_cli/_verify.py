@@ -17,6 +17,7 @@ from ._common import (
     damage_line,
     examples_text,
     expand_inputs,
+    not_tfrecord,
     say,
     tfds_inputs,
     total_size,
@@ -39,17 +40,19 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
 
         return tfds_verify(tfds, args.no_parse, ctx.quiet)
     paths = expand_inputs(args.files)
-    bad_files = 0
+    failed: list[str] = []
     records = 0
     not_examples = 0
     with ctx.bar(total_size(paths), "verify", "B") as bar:
         for path in paths:
             info = SalvageInfo()
             good = problems = unparsed = 0
+            other = False  # not a TFRecord file at all (a CSV, an image...)
             probe = KindProbe()
             for item in salvage_file(path, on_bytes=bar.update, info=info):
                 if isinstance(item, Damage):
                     problems += 1
+                    other = other or not_tfrecord(item.error) is not None
                     say(bar, damage_line(item, path, bool(info.compression)))
                     continue
                 good += 1
@@ -73,22 +76,39 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                 say(bar, f"{path}: {kind.explain()}")
             records += good
             not_examples += unparsed
-            if problems:
-                bad_files += 1
+            if other:
+                failed.append(path)
+                say(bar, f"FAILED {path}: not a TFRecord file")
+            elif problems:
+                failed.append(path)
                 say(bar, f"FAILED {path}: {plural(problems, 'problem')}, {good:,} intact records")
             elif not ctx.quiet:
                 say(bar, f"ok     {path}: {plural(good, 'record')}")
-    if bad_files:
+    if failed:
         hint = ""
         if not_examples:
             hint = (
                 " (records that are not Examples are fine if you wrote raw bytes: use --no-parse)"
             )
-        print(f"{bad_files} of {plural(len(paths), 'file')} failed verification{hint}")
+        print(
+            f"{len(failed)} of {plural(len(paths), 'file')} failed verification: "
+            f"{_names(failed)}{hint}"
+        )
         return EXIT_DATA
     if not ctx.quiet:
         print(f"all {plural(len(paths), 'file')} ok: {plural(records, 'record')}")
     return EXIT_OK
+
+
+#: Failed files the summary names before "and N more".
+NAMED_FAILURES = 10
+
+
+def _names(paths: list[str]) -> str:
+    """The failed files, for the summary line (the first :data:`NAMED_FAILURES`)."""
+    names = ", ".join(paths[:NAMED_FAILURES])
+    more = len(paths) - NAMED_FAILURES
+    return names + (f" and {more:,} more" if more > 0 else "")
 
 
 def register(sub: Any) -> None:

@@ -13,6 +13,7 @@ from .._record import RecordSpans
 from ._collate import collate
 from ._op import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
 from ._ops_map import _mapped
+from ._origin import handed, made_from, release
 
 _T = TypeVar("_T")
 
@@ -48,16 +49,25 @@ class _Batch(_Op):
 
 def _chunks(items: Iterator[_T], n: int, drop_remainder: bool = False) -> Iterator[list[_T]]:
     """Lists of ``n`` items in order (the last one shorter unless ``drop_remainder``);
-    closing it closes ``items``."""
+    closing it closes ``items``. Each list is handed out with the records its first
+    item was made from (see ``_origin``), so that an error batching it names them."""
+    chunk: list[_T] = []
     try:
         while True:
-            chunk = list(itertools.islice(items, n))
-            if not chunk or (len(chunk) < n and drop_remainder):
+            chunk = list(itertools.islice(items, 1))
+            if not chunk:
                 return
+            records = made_from(chunk[0])  # (before the next items are read)
+            chunk.extend(itertools.islice(items, n - 1))
+            if len(chunk) < n and drop_remainder:
+                return
+            if records is not None:
+                handed(chunk, records)
             yield chunk
             if len(chunk) < n:
                 return
     finally:
+        release(chunk)
         _close(items)
 
 

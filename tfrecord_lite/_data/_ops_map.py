@@ -12,7 +12,7 @@ import numpy as np
 
 from .._errors import TFRecordError
 from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
-from ._origin import failing
+from ._origin import _LAST, FRESH, failing, handed, made_from, noted, release
 
 
 def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
@@ -25,15 +25,32 @@ def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
 
 
 def _mapped(fn: Callable[[Any], Any], items: Iterator[Any]) -> Iterator[Any]:
-    """``fn`` of each item; an error about data names the item's record (see _origin)."""
+    """``fn`` of each item; an error names the item's record (see _origin), and each
+    result is handed out with the records of its item."""
+    last = _LAST
+    y: Any = None
+    fresh = True  # False once fn gave the same object twice (a constant: never entered)
     try:
         for x in items:
             try:
-                y = fn(x)
+                y_ = fn(x)
             except TFRecordError as err:
                 raise failing(err, x) from None
+            except Exception as err:
+                noted(err, x)
+                raise
+            h = last[0]
+            if fresh and type(y_) in FRESH:
+                if y_ is y:
+                    fresh = False
+                elif h is not None and h[0] is x:
+                    last[0] = (y_, h[1])  # (see _origin.handed)
+                elif type(x) is bytes:
+                    last[0] = (y_, x)  # a record read from a file
+            y = y_
             yield y
     finally:
+        release(y)
         _close(items)
 
 
@@ -47,6 +64,9 @@ def _kept(
                     keep = pred(x)
                 except TFRecordError as err:
                     raise failing(err, x) from None
+                except Exception as err:
+                    noted(err, x)
+                    raise
                 if keep:
                     yield x
         else:
@@ -57,6 +77,9 @@ def _kept(
                     keep = pred(parse_single_example(x, features))
                 except TFRecordError as err:
                     raise failing(err, x) from None
+                except Exception as err:
+                    noted(err, x)
+                    raise
                 if keep:
                     yield x
     finally:
@@ -81,27 +104,38 @@ class _Map(_Op):
 def _parallel_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
     """``map`` on a thread pool, in order, with at most ``2 * workers`` calls in flight."""
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfrecord_lite-map")
-    inflight: deque[tuple[Any, Future[Any]]] = deque()
+    inflight: deque[tuple[Any, Any, Future[Any]]] = deque()
     try:
         for x in items:
-            inflight.append((x, pool.submit(fn, x)))
+            # The records ``x`` was made from, known now (the slot changes as we read on).
+            records = made_from(x) if type(x) is not bytes else x
+            inflight.append((x, records, pool.submit(fn, x)))
             if len(inflight) >= 2 * workers:
                 yield _answer(*inflight.popleft())
         while inflight:
             yield _answer(*inflight.popleft())
     finally:
-        for _, fut in inflight:
+        for _, _, fut in inflight:
             fut.cancel()
         pool.shutdown(wait=True)
         _close(items)
 
 
-def _answer(x: Any, fut: Future[Any]) -> Any:
-    """The result of ``fn(x)`` computed on a thread, its data errors placed."""
+def _answer(x: Any, records: Any, fut: Future[Any]) -> Any:
+    """The result of ``fn(x)`` computed on a thread, its errors placed by ``records``
+    (what ``x`` was made from), and handed out with them."""
+    if records is not None:
+        handed(x, records)  # (so that an error is placed as without threads)
     try:
-        return fut.result()
+        y = fut.result()
     except TFRecordError as err:
         raise failing(err, x) from None
+    except Exception as err:
+        noted(err, x)
+        raise
+    if records is not None and type(y) in FRESH:
+        handed(y, records)
+    return y
 
 
 class _Filter(_Op):

@@ -17,8 +17,20 @@ gives inside it) asks :func:`relocated` for the error with the place filled in:
   for by its bytes in the files the table names, read again;
 * the byte offset is found by reading the file again up to that record.
 
-The cost on the fast path is one table entry per block read; the error path
-reads files again.
+Elements that are not records any more (the dicts ``parse`` makes, what ``map``
+makes of them, the lists ``batch`` gathers) are placed by the records they were made
+from: each op that makes one hands it out in a one-element slot, :data:`_LAST`,
+``(element, records)`` (``parse``: the record or batch of records it parsed; ``map``:
+the records of its input; ``batch``: those of the batch's first element). An op that
+fails on an element finds it there by identity (nothing else was handed out between
+the two in a chain of generators; after a shuffle buffer or a prefetch thread the
+element is usually not the slot's, and then no place is given rather than a wrong
+one): :func:`relocated` places a :class:`~tfrecord_lite.TFRecordError` so, and
+:func:`noted` adds the place to any other error as a note (``KeyError`` from a
+``map`` function, ``ValueError`` from a ``batch`` of shapes that cannot be stacked).
+
+The cost on the fast path is one table entry per block read and one slot write per
+element made; the error path reads files again.
 """
 
 from __future__ import annotations
@@ -85,28 +97,70 @@ def registered(
         _close(lists)
 
 
+#: The last element an op made, with the records it was made from: ``(element,
+#: records)`` (see the module). One slot for the process, written and read whole.
+_LAST: list[Optional[tuple[Any, Any]]] = [None]
+
+#: The types of elements entered in :data:`_LAST`: made anew for each element (a
+#: number, a string or ``None`` may be one shared object, met again elsewhere).
+FRESH: frozenset[type] = frozenset({dict, tuple, list, np.ndarray})
+
+
+def handed(element: Any, records: Any) -> None:
+    """Enter ``element``, made from ``records`` (a record, or a list or spans of them),
+    in the slot :func:`made_from` reads."""
+    _LAST[0] = (element, records)
+
+
+def made_from(element: Any) -> Any:
+    """The records ``element`` was made from, when it is the last element an op made
+    (see the module), else None."""
+    last = _LAST[0]
+    return last[1] if last is not None and last[0] is element else None
+
+
+def release(element: Any) -> None:
+    """Empty the slot if it holds ``element`` (an op that ends lets go of its last one)."""
+    last = _LAST[0]
+    if last is not None and last[0] is element:
+        _LAST[0] = None
+
+
+def _place_of(item: Any, j: Optional[int]) -> Optional[Place]:
+    """The place of record ``j`` of ``item`` (a batch of records), or of ``item``
+    (a record, ``j`` None): None when it cannot be told."""
+    if not isinstance(item, (bytes, RecordSpans, list)):
+        return None
+    if not isinstance(item, bytes) and (j is None or not 0 <= j < len(item)):
+        return None
+    try:
+        return _find(item, None if isinstance(item, bytes) else j)
+    except Exception:  # the error path must never hide the error it reports
+        return None
+
+
+def _first_place(element: Any) -> Optional[Place]:
+    """The place of the (first) record ``element`` was made from, if known."""
+    records = made_from(element)
+    if records is None:
+        return None
+    return _place_of(records, 0)
+
+
 def relocated(err: TFRecordError, item: Any, index: Optional[int] = None) -> TFRecordError:
     """``err`` with the place of the record it is about, when that record is found.
 
     ``item`` is the element the op failed on: a record (``bytes``), or a batch of
     records with ``index`` (default: the error's own ``index``) the failing one's
-    position in it. ``err`` is returned unchanged when it already names a file or
-    the record cannot be told.
+    position in it, or an element made from records (see :func:`made_from`: the place
+    is that of its first record). ``err`` is returned unchanged when it already names
+    a file or the record cannot be told.
     """
     if err.path is not None:
         return err
-    if not isinstance(item, (bytes, RecordSpans, list)):
-        return err
-    if isinstance(item, bytes):
-        j = None
-    else:
-        j = err.index if index is None else index
-        if j is None or not 0 <= j < len(item):
-            return err
-    try:
-        place = _find(item, j)
-    except Exception:  # the error path must never hide the error it reports
-        place = None
+    place = _place_of(item, err.index if index is None else index)
+    if place is None:
+        place = _first_place(item)
     if place is None:
         return err
     path, idx, offset = place
@@ -123,6 +177,30 @@ _HINT = "; to skip the elements that fail, add .ignore_errors() to the pipeline"
 def failing(err: TFRecordError, item: Any) -> TFRecordError:
     """:func:`relocated`, with the traceback of ``err`` (to raise ``from None``)."""
     return relocated(err, item).with_traceback(err.__traceback__)
+
+
+def noted(err: BaseException, element: Any) -> None:
+    """Add to ``err`` (raised by an op on ``element``, not a TFRecordError) a note
+    naming the file, index and byte offset of the record ``element`` was made from
+    (its first, for an element made from several), when that is known. The note is
+    shown under the traceback (``__notes__``, PEP 678)."""
+    records = made_from(element)
+    place = _first_place(element)
+    if place is None:
+        return
+    path, idx, offset = place
+    where = f"file {path!r}, record {idx}" + ("" if offset is None else f", byte offset {offset}")
+    if not isinstance(records, bytes):
+        where += " (its first record)"
+    if isinstance(element, list):  # the elements of a batch, being stacked
+        note = f"the batch that failed starts with the element made from {where}{_HINT}"
+    else:
+        note = f"the element that failed was made from {where}{_HINT}"
+    add_note = getattr(err, "add_note", None)
+    if add_note is not None:
+        add_note(note)
+    else:  # Python < 3.11: the attribute alone
+        err.__notes__ = [*getattr(err, "__notes__", ()), note]
 
 
 def located_stream(
@@ -151,8 +229,11 @@ def located_stream(
 
     out = make(feed())
     done = 0
+    last = _LAST
+    y = None
     try:
         for y in out:
+            last[0] = (y, pending[done])  # (see handed)
             done += 1
             if done == len(pending):
                 pending.clear()
@@ -163,6 +244,7 @@ def located_stream(
             raise failing(err, pending[done]) from None
         raise
     finally:
+        release(y)
         _close(out)
         _close(items)
 

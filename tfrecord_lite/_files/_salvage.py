@@ -29,7 +29,7 @@ from .._record import (
 from . import _stream
 from ._handles import close_quietly, open_binary, remaining_size
 from ._inflate import StreamEnd, inflate
-from ._sniff import detect_compression, not_a_tfrecord
+from ._sniff import detect_compression, not_a_tfrecord, peek_start
 from ._stream import DEFAULT_MAX_COMPRESSED_RECORD, READ_BLOCK_SIZE
 
 __all__ = [
@@ -300,11 +300,14 @@ def salvage_file(
             info.compression = comp
             info.file_size = size
         other = not_a_tfrecord(first, name)
+        blocks = _file_blocks(f, first, on_bytes)
+        chunks: Iterator[bytes] = _inflated(blocks, comp, name) if comp else blocks
+        if comp and other is None:  # a gzipped CSV...: judged on its first inflated bytes
+            head, chunks = peek_start(chunks)
+            other = not_a_tfrecord(head, name, comp)
         if other is not None:  # an image, JSON, text...: one damage, the whole file
             yield Damage(other, None, False)
             return
-        blocks = _file_blocks(f, first, on_bytes)
-        chunks: Iterator[bytes] = _inflated(blocks, comp, name) if comp else blocks
         bound = _stream.DEFAULT_MAX_COMPRESSED_RECORD if comp else None
         for item in salvage(chunks, stream_size=None if comp else size, max_buffered=bound):
             if isinstance(item, Damage):

@@ -6,16 +6,20 @@ verifies) means plain, even if the bytes could also start a gzip or zlib stream;
 otherwise the gzip magic ``1f 8b`` means GZIP and a valid zlib header (CMF method
 8, check bits) means ZLIB; anything else is read as plain, so its error says so.
 
-Files that are plainly something else (an image, JSON, text, a NumPy or ZIP archive...)
-are told apart by :func:`sniff_format` and refused by :func:`check_start` with one
-line, :class:`NotATFRecordError` (``not a TFRecord file: starts like a JPEG image``),
-instead of a "corrupted record" with CRC values. Only signatures are trusted: bytes
-that match none are read as a (possibly damaged) TFRecord file, so ``on_error="skip"``
-still salvages a file whose first record is damaged.
+Files that are plainly something else (an image, JSON, CSV or other text, a NumPy or
+ZIP archive...) are told apart by :func:`sniff_format` and refused by
+:func:`check_start` with one line, :class:`NotATFRecordError` (``not a TFRecord file:
+starts like a JPEG image``), instead of a "corrupted record" with CRC values. A GZIP or
+ZLIB file is judged the same way on its first inflated bytes (:func:`peek_start`): a
+gzipped CSV is ``not a TFRecord file: a GZIP file whose content starts like CSV text``.
+Only signatures are trusted, and only at the first record header: bytes that match
+none (or a first header whose CRC verifies) are read as a (possibly damaged) TFRecord
+file, so ``on_error="skip"`` still salvages a file whose first record is damaged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Optional
 
 from .._errors import CorruptRecordError
@@ -28,6 +32,7 @@ __all__ = [
     "detect_compression",
     "looks_like_tfrecord",
     "not_a_tfrecord",
+    "peek_start",
     "sniff_compression",
     "sniff_format",
 ]
@@ -70,7 +75,11 @@ def looks_like_tfrecord(head: bytes) -> bool:
 class NotATFRecordError(CorruptRecordError):
     """The file is not a TFRecord file at all: its first bytes are those of another
     format (the message says which). A :class:`~tfrecord_lite.CorruptRecordError`
-    (so a ``DataLossError`` and a ``ValueError``) at offset 0, with ``path``."""
+    (so a ``DataLossError`` and a ``ValueError``) at offset 0, with ``path``.
+
+    ``what`` is that format (``"a JPEG image"``, ``"CSV text"`` ...) when it is known."""
+
+    what: Optional[str] = None
 
 
 #: (signature at offset 0, what a file starting so is).
@@ -128,19 +137,39 @@ def sniff_format(head: bytes) -> Optional[str]:
         stripped = text.lstrip("\ufeff \t\r\n")
         if stripped[:1] in ("{", "["):
             return "JSON"
-        return "text"
+        return _table_text(stripped) or "text"
     return None
 
 
-def not_a_tfrecord(head: bytes, path: Optional[str]) -> Optional[NotATFRecordError]:
+def _table_text(text: str) -> Optional[str]:
+    """``"CSV text"`` (or tab-separated) when the whole lines of ``text`` hold the same
+    number, at least 2, of commas (tabs), and the cut last line no more; else None."""
+    *lines, rest = text.split("\n")
+    for sep, what in ((",", "CSV text"), ("\t", "tab-separated text")):
+        counts = {line.count(sep) for line in lines}
+        if len(counts) == 1 and min(counts) >= 2 and rest.count(sep) <= min(counts):
+            return what
+    return None
+
+
+def not_a_tfrecord(
+    head: bytes, path: Optional[str], compression: str = ""
+) -> Optional[NotATFRecordError]:
     """The :class:`NotATFRecordError` for a file whose first :data:`SNIFF_BYTES` bytes (or
-    all of it) are those of another format (:func:`sniff_format`), else None."""
+    all of it) are those of another format (:func:`sniff_format`), else None.
+
+    With ``compression`` (``"GZIP"``, ``"ZLIB"``), ``head`` is the start of the file's
+    inflated content: ``not a TFRecord file: a GZIP file whose content starts like ...``.
+    """
     what = sniff_format(head)
     if what is None:
         return None
-    return NotATFRecordError(
-        f"not a TFRecord file: starts like {what}", part="header", path=path, offset=0, index=0
+    start = f"a {compression} file whose content starts" if compression else "starts"
+    err = NotATFRecordError(
+        f"not a TFRecord file: {start} like {what}", part="header", path=path, offset=0, index=0
     )
+    err.what = what
+    return err
 
 
 def check_start(head: bytes, path: Optional[str]) -> None:
@@ -148,3 +177,31 @@ def check_start(head: bytes, path: Optional[str]) -> None:
     err = not_a_tfrecord(head, path)
     if err is not None:
         raise err
+
+
+def peek_start(chunks: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
+    """The first :data:`SNIFF_BYTES` bytes of a stream of chunks (fewer only when it is
+    shorter), and the stream again, whole. An error met while peeking (a damaged or cut
+    stream) is raised by the returned stream where it was met, after the bytes before it."""
+    got: list[bytes] = []
+    size = 0
+    error: Optional[BaseException] = None
+    try:
+        while size < SNIFF_BYTES:
+            chunk = next(chunks, None)
+            if chunk is None:
+                break
+            got.append(chunk)
+            size += len(chunk)
+    except Exception as err:  # (raised by the stream below, in order)
+        error = err
+    head = got[0] if len(got) == 1 else b"".join(got)
+    return head[:SNIFF_BYTES], _again(head, error, chunks)
+
+
+def _again(head: bytes, error: Optional[BaseException], rest: Iterator[bytes]) -> Iterator[bytes]:
+    if head:
+        yield head
+    if error is not None:
+        raise error
+    yield from rest

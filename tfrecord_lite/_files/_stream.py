@@ -41,7 +41,7 @@ from ._handles import (
 from ._inflate import StreamEnd, inflate_ahead
 from ._options import TFRecordOptions, reader_compression, wrong_compression
 from ._paths import PathOrFile, is_file_object
-from ._sniff import detect_compression, not_a_tfrecord
+from ._sniff import detect_compression, not_a_tfrecord, peek_start
 
 __all__ = [
     "DEFAULT_MAX_COMPRESSED_RECORD",
@@ -203,17 +203,12 @@ def read_batches(
             first += more
         requested = compression
         other = not_a_tfrecord(first, path)  # a JPEG, JSON, text...: said in one line
-        if other is not None:
-            if on_error == "raise":
-                raise other
-            report = SkipReport(path, 0, stream_size, "header", 0, other, to_end=True)
-            _reporter(on_skip, path)(report)  # the whole file, skipped
-            return
         found = detect_compression(first)
         if compression == "auto":
             compression = found
         chunks: Iterator[bytes] = _chain(first, raw)
-        if compression:
+        file_size = stream_size
+        if compression and other is None:
             # A local file can be read again from any offset: that lets the fast
             # inflater (ISA-L, which cannot be copied) salvage records before damage.
             restart = None if base is None else _rereader(f, base, buffer_size)
@@ -224,6 +219,15 @@ def read_batches(
                 chunks, compression, path, restart, size, is_local_file(f), parsed=spans
             )
             stream_size = None
+            # A gzipped CSV, JSON...: judged on its first inflated bytes, as a plain file.
+            head, chunks = peek_start(chunks)
+            other = not_a_tfrecord(head, path, compression)
+        if other is not None:
+            if on_error == "raise":
+                raise other
+            report = SkipReport(path, 0, file_size, "header", 0, other, to_end=True)
+            _reporter(on_skip, path)(report)  # the whole file, skipped
+            return
         decoder = RecordDecoder(
             verify=verify,
             stream_size=stream_size,
