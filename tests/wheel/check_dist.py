@@ -19,10 +19,17 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import tomllib
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "tfrecord_lite"
 DISTRIBUTION = "tfrecord-lite-np"
-EXTRAS = {"fast", "image", "torch", "progress", "s3", "gcs", "arrow", "ray", "dask", "test", "dev"}
+#: The extras the wheel's metadata must offer: those pyproject.toml declares.
+EXTRAS = set(
+    tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+)
 
 
 def source_version() -> str:
