@@ -39,14 +39,14 @@ def _mapped(fn: Callable[[Any], Any], items: Iterator[Any]) -> Iterator[Any]:
             except Exception as err:
                 noted(err, x)
                 raise
-            h = last[0]
             if fresh and type(y_) in FRESH:
+                h = last[0]
                 if y_ is y:
                     fresh = False
-                elif h is not None and h[0] is x:
-                    last[0] = (y_, h[1])  # (see _origin.handed)
                 elif type(x) is bytes:
                     last[0] = (y_, x)  # a record read from a file
+                elif h is not None and h[0] is x:
+                    last[0] = (y_, h[1])  # (see _origin.handed)
             y = y_
             yield y
     finally:
