@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tfrecord_lite as tfr
+import tfrecord_lite._examples._columns as columns_mod
 import tfrecord_lite._examples._encode_columns as encode_mod
 from tfrecord_lite import example_pb2
 from tfrecord_lite._examples import _jit, _jit_encode
@@ -304,3 +306,69 @@ def test_write_examples_files_are_the_same(tmp_path: Path) -> None:
     back = tfr.read_examples(paths["jit"])
     assert np.array_equal(back["image"], columns["image"])
     assert back["name"].tolist() == columns["name"]
+
+
+def _chunked_columns(n: int, bad: int = -1) -> dict[str, Any]:
+    rng = np.random.default_rng(n)
+    return {
+        "image": bytes_rows(rng.integers(0, 256, (n, 30), dtype=np.uint8)),
+        "label": rng.integers(-(2**40), 2**40, n),
+        "score": rng.standard_normal((n, 2)).astype(np.float32),
+        "tags": [["x", 1] if i == bad else [b"t"] * (i % 3) for i in range(n)],
+    }
+
+
+@needs_numba
+def test_chunks_encoded_ahead_on_a_thread(monkeypatch: Any, tmp_path: Path) -> None:
+    """Many chunks with the jit engine: encoded on a thread, ahead of the writes; the
+    file is the NumPy engine's, written chunk by chunk in the calling thread."""
+    monkeypatch.setattr(columns_mod, "WRITE_CHUNK_BYTES", 1)  # 256 records a chunk
+    n = 3000
+    columns = _chunked_columns(n)
+    used: list[int] = []
+    real = columns_mod._ahead
+
+    def spy(pool: Any, encode: Any, starts: Any) -> Any:
+        used.append(len(starts))
+        return real(pool, encode, starts)
+
+    monkeypatch.setattr(columns_mod, "_ahead", spy)
+    files = {}
+    for name in ("numpy", "jit"):
+        files[name] = tmp_path / f"{name}.tfrecord"
+        with _engine(name):
+            assert tfr.write_examples(files[name], columns) == n
+    assert used == [-(-n // 256)]  # (the numpy engine writes in the calling thread)
+    assert files["jit"].read_bytes() == files["numpy"].read_bytes()
+    assert files["jit"].read_bytes() == tfr.encode_records(
+        encode_example(row) for row in _rows(columns, n)
+    )
+
+
+@needs_numba
+@pytest.mark.parametrize("bad", [0, 1000, 2999])
+def test_an_error_in_a_chunk_ahead(monkeypatch: Any, tmp_path: Path, bad: int) -> None:
+    """A record that cannot be encoded: the same error as the NumPy engine's, raised
+    once the chunks before it are written, which the file then holds."""
+    monkeypatch.setattr(columns_mod, "WRITE_CHUNK_BYTES", 1)
+    columns = _chunked_columns(3000, bad)
+    errors, files = {}, {}
+    for name in ("numpy", "jit"):
+        files[name] = tmp_path / f"{name}.tfrecord"
+        with _engine(name), pytest.raises(TypeError) as caught:
+            tfr.write_examples(files[name], columns)
+        errors[name] = str(caught.value)
+    assert errors["jit"] == errors["numpy"]
+    assert "record" in errors["jit"]
+    assert files["jit"].read_bytes() == files["numpy"].read_bytes()
+    assert len(list(tfr.tf_record_iterator(str(files["jit"])))) == bad // 256 * 256
+
+
+@needs_numba
+def test_a_file_that_cannot_be_opened_leaves_no_thread(monkeypatch: Any, tmp_path: Path) -> None:
+    monkeypatch.setattr(columns_mod, "WRITE_CHUNK_BYTES", 1)
+    columns = _chunked_columns(2000)
+    before = threading.active_count()
+    with _engine("jit"), pytest.raises(IsADirectoryError):
+        tfr.write_examples(tmp_path, columns)  # a directory
+    assert threading.active_count() == before

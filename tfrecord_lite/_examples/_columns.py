@@ -24,17 +24,22 @@ Values round-trip exactly (int64 and float32 values, bytes, raw arrays).
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Optional, Union
 
 import numpy as np
 
 from .._files import PathOrFile, TFRecordOptions, TFRecordReader, TFRecordWriter
+from .._record import FramedRecords
 from ._assemble import ParsedValue, padding_value
 from ._build import bytes_rows
 from ._encode_columns import _encode_columns_framed
 from ._infer import DEFAULT_SAMPLE, infer_schema
+from ._jit import engine
 from ._parse import compile_features, parse_example
 from ._schema import FeatureSpec, FixedLenSequenceFeature
 from ._sequence import parse_sequence_example
@@ -47,6 +52,11 @@ WRITE_CHUNK = 65536
 #: Framed bytes aimed at per chunk while writing: a chunk's buffer stays in the CPU
 #: caches and is reused from the heap by the next chunk (no fresh pages to fault in).
 WRITE_CHUNK_BYTES = 4 << 20
+#: Chunks encoded ahead of the one being written, on a thread, where the compiled
+#: writer encodes them and there are two cores or more (its kernels release the GIL:
+#: a chunk is built while the one before it is written, and the first ones while the
+#: file is opened; MNIST-like columns to a file: 1.36-1.40 -> 1.73-1.75 M records/s).
+WRITE_AHEAD = 2
 #: Records parsed per batch while reading.
 READ_BATCH = 8192
 SHAPE_SUFFIX = "/shape"
@@ -178,12 +188,42 @@ def write_examples(
     """
     prepared, n = _prepare(columns, raw)
     step = _chunk_rows(prepared)
-    with TFRecordWriter(path, compression, storage_options=storage_options) as writer:
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            chunk = {k: v[start:stop] for k, v in prepared.items()}
-            writer.write_all(_encode_columns_framed(chunk, stop - start))
+    starts = range(0, n, step)
+
+    def encode(start: int) -> FramedRecords:
+        stop = min(n, start + step)
+        return _encode_columns_framed({k: v[start:stop] for k, v in prepared.items()}, stop - start)
+
+    if len(starts) < 2 or (os.cpu_count() or 1) < 2 or engine(step) != "jit":
+        with TFRecordWriter(path, compression, storage_options=storage_options) as writer:
+            for start in starts:
+                writer.write_all(encode(start))
+        return n
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecord_lite-write")
+    try:
+        chunks = _ahead(pool, encode, starts)
+        next_chunk = next(chunks)  # (submits the first ones before the file is opened)
+        with TFRecordWriter(path, compression, storage_options=storage_options) as writer:
+            writer.write_all(next_chunk.result())
+            for chunk in chunks:
+                writer.write_all(chunk.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return n
+
+
+def _ahead(
+    pool: ThreadPoolExecutor, encode: Callable[[int], FramedRecords], starts: Sequence[int]
+) -> Iterator[Future[FramedRecords]]:
+    """``encode(start)`` of every start, in order, :data:`WRITE_AHEAD` submitted to
+    ``pool`` ahead of the one handed out (the first ones before it is asked for)."""
+    queue: deque[Future[FramedRecords]] = deque()
+    for start in starts:
+        queue.append(pool.submit(encode, start))
+        if len(queue) > WRITE_AHEAD:
+            yield queue.popleft()
+    while queue:
+        yield queue.popleft()
 
 
 # --------------------------------------------------------------------------- reading
