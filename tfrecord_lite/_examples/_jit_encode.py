@@ -159,7 +159,8 @@ class _Plan:
 
     def fill(self) -> np.ndarray:
         """Every record in one new buffer (framed: CRCs too)."""
-        out = np.empty(int(self.roff[-1]), dtype=np.uint8)
+        size = int(self.roff[-1])
+        out = np.empty(size + self.kern.OUT_SLACK, dtype=np.uint8)
         described = (self.ints, self.kinds, self.ioff, self.icnt, self.offs, self.koff)
         self.kern.fill_records(
             described, self.kbytes, self.addr, self.d, self.roff, out, self.framed,
@@ -171,7 +172,7 @@ class _Plan:
                 kern.frame_crcs(out, self.roff, tables)
             else:
                 _frame_by_backend(out, self.roff)
-        return out
+        return out[:size]
 
 
 def _plan(columns: Sequence[EncodeColumn], n: int, framed: bool) -> Optional[_Plan]:

@@ -22,6 +22,8 @@ import numba
 import numpy as np
 from numba.extending import intrinsic
 
+from ._jit_encode_kernels import _word_at
+
 __all__ = ["BLOCK", "crc32c", "frame_crcs", "shift_tables"]
 
 #: Bytes of each of the three streams of a block.
@@ -59,21 +61,6 @@ def _crc_step(bits: int) -> Any:
 
 _crc_word: Any = _crc_step(64)
 _crc_byte: Any = _crc_step(8)
-
-
-def _word_at_typing(typingctx: Any, buf: Any, p: Any) -> Any:
-    """The 8 bytes at ``buf[p]`` as a little-endian uint64 (an unaligned load)."""
-    sig = _t.uint64(buf, _t.int64)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        array = context.make_array(signature.args[0])(context, builder, args[0])
-        where = builder.bitcast(builder.gep(array.data, [args[1]]), _ir.IntType(64).as_pointer())
-        return builder.load(where, align=1)
-
-    return sig, codegen
-
-
-_word_at: Any = intrinsic(_word_at_typing)
 
 
 @numba.njit(_t.void(_U32_3D), **_OPTIONS)

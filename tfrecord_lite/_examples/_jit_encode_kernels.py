@@ -40,7 +40,7 @@ from numba.extending import intrinsic
 
 from ._jit_encode import BYTES, FEATURE, FLOATS, INTS
 
-__all__ = ["PREFIX_SLACK", "fill_records", "record_sizes"]
+__all__ = ["OUT_SLACK", "PREFIX_SLACK", "fill_records", "record_sizes"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "cache": True, "_nrt": False}
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -70,6 +70,37 @@ def _copy_from_typing(typingctx: Any, out: Any, p: Any, address: Any, n: Any) ->
 
 
 _copy_from: Any = intrinsic(_copy_from_typing)
+
+
+def _word_at_typing(typingctx: Any, buf: Any, p: Any) -> Any:
+    """The 8 bytes at ``buf[p]`` as a little-endian uint64 (an unaligned load)."""
+    sig = _t.uint64(buf, _t.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        where = builder.bitcast(builder.gep(array.data, [args[1]]), _ir.IntType(64).as_pointer())
+        return builder.load(where, align=1)
+
+    return sig, codegen
+
+
+_word_at: Any = intrinsic(_word_at_typing)
+
+
+def _put_word_typing(typingctx: Any, buf: Any, p: Any, word: Any) -> Any:
+    """Store ``word`` at ``buf[p:p+8]``, little-endian (an unaligned store)."""
+    sig = _t.void(buf, _t.int64, _t.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        where = builder.bitcast(builder.gep(array.data, [args[1]]), _ir.IntType(64).as_pointer())
+        builder.store(args[2], where, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_put_word: Any = intrinsic(_put_word_typing)
 
 
 @_jit
@@ -177,8 +208,12 @@ def _put_prefix(
     return p
 
 
-#: Bytes of a map entry's prefix besides its key field, at most (tags and varints).
-PREFIX_SLACK = 48
+#: Bytes of a prefix row besides the longest key field: the prefix's tags and varints
+#: (44 at most) and the 7 bytes its last 8-byte word may read past it.
+PREFIX_SLACK = 56
+#: Bytes the output needs after its last record: a prefix's last word may write 7
+#: bytes past it (bytes written over later in a record, or after the last one).
+OUT_SLACK = 8
 
 
 @numba.njit(
@@ -200,7 +235,8 @@ def fill_records(
 
     Each column's map-entry prefix is made once per data size in a row (``prefixes[c]``,
     a row of key field + :data:`PREFIX_SLACK` bytes; ``state``: (3, ncols), set to -1:
-    the size it was made for, its length, the entry's length with the data).
+    the size it was made for, its length, the entry's length with the data), and
+    copied 8 bytes at a time: ``out`` has :data:`OUT_SLACK` bytes after the records.
     """
     ints, kinds, ioff, icnt, offs, koff = columns
     n, ncols = d.shape
@@ -221,8 +257,9 @@ def fill_records(
         out[p] = 0x0A
         p = _put(out, p + 1, np.uint64(body))
         for c in range(ncols):
-            for j in range(state[1, c]):
-                out[p + j] = prefixes[c, j]
+            row = prefixes[c]
+            for j in range(0, state[1, c], 8):  # (word by word: see OUT_SLACK)
+                _put_word(out, p + j, _word_at(row, j))
             p += state[1, c]
             size = d[i, c]
             if kinds[c] == INTS:
