@@ -140,6 +140,35 @@ def test_records_of_128_bytes_and_more_and_long_keys() -> None:
     _check(columns, n, same_order=False)
 
 
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("jit", marks=needs_numba)])
+def test_lists_of_ints(engine: str) -> None:
+    """Ragged int lists (an empty list: an empty Feature) are converted all at once;
+    lists of anything else, and ints out of range, as before (same bytes, same error)."""
+    n = 100
+    edges = [0, -1, 127, 128, I64_MIN, I64_MAX, 2**35]
+    columns: dict[str, Any] = {
+        "a": [edges[: i % 8] for i in range(n)],
+        "b": [[] for _ in range(n)],
+        "c": [[True, 2] if i % 2 else [] for i in range(n)],  # bool: the generic path
+        "d": [[i, float(i)] for i in range(n)],  # mixed: floats, the generic path
+    }
+    with _engine(engine):
+        records = encode_columns(columns, n)
+        stream = bytes(_encode_columns_framed(columns, n).buffer)
+    reference = [encode_example(row) for row in _rows(columns, n)]
+    assert records == reference
+    assert stream == tfr.encode_records(reference)
+    for rec, row in zip(records, _rows(columns, n)):
+        assert rec == make_example(row).SerializeToString(deterministic=True)
+    bad = {"a": [[1], [2, 2**63]] * 50}
+    with pytest.raises(ValueError) as caught:
+        encode_example({"a": [2, 2**63]})
+    with _engine(engine), pytest.raises(ValueError, match="out of int64 range") as got:
+        encode_columns(bad, n)
+    assert str(got.value).startswith("feature 'a', record 1: ")
+    assert str(got.value).endswith(str(caught.value).split(": ", 1)[1])
+
+
 def _column_strategy(n: int) -> st.SearchStrategy[Any]:
     ints = st.integers(I64_MIN, I64_MAX)
     small = st.integers(-(2**20), 2**20)
@@ -155,6 +184,7 @@ def _column_strategy(n: int) -> st.SearchStrategy[Any]:
         st.lists(blobs, min_size=n, max_size=n),
         st.lists(st.text(max_size=20), min_size=n, max_size=n),
         st.lists(st.lists(small, max_size=5), min_size=n, max_size=n),
+        st.lists(st.lists(ints, max_size=3), min_size=n, max_size=n),
         st.lists(st.lists(floats, max_size=5), min_size=n, max_size=n),
         st.lists(st.lists(blobs, max_size=3), min_size=n, max_size=n),
         st.lists(ints, min_size=n, max_size=n),

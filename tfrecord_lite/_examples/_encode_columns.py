@@ -20,6 +20,7 @@ builds the same bytes in one buffer: always for a file's framed records, and for
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Final, Optional, Union
 
@@ -285,12 +286,48 @@ def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
                     "(convert it first, e.g. with np.asarray(column, np.float32))"
                 )
         feats.append(_feature_bytes(kind, payload))
+    return _features_column(name, feats, n)
+
+
+def _features_column(name: str, feats: list[bytes], n: int) -> _Column:
+    """Each record's data is a whole serialized ``Feature``."""
     d = np.fromiter(map(len, feats), dtype=np.int64, count=n)
 
     def data_rows(idx: Optional[npt.NDArray[np.intp]], width: int) -> npt.NDArray[np.uint8]:
         return _join_rows(feats, idx, width)
 
     return _Column(name, _no_header, d, lambda: feats, data_rows, _rows_ok(d, n), feats)
+
+
+def _int_lists_column(name: str, values: Sequence[list[Any]], n: int) -> Optional[_Column]:
+    """A list per record, each of Python ints or empty (a ragged int64 column, an empty
+    list an empty ``Feature``), converted all at once: the values' varints in one
+    NumPy call, then each record's Feature cut out of them. None for anything else
+    (the generic path converts it, and words its errors)."""
+    flat = list(itertools.chain.from_iterable(values))
+    if any(type(v) is not int for v in flat):
+        return None
+    try:
+        ints = np.array(flat, dtype=np.int64)
+    except OverflowError:
+        return None
+    value_bounds = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n), out=value_bounds[1:])
+    byte_bounds = np.zeros(len(ints) + 1, dtype=np.int64)
+    np.cumsum(varint_sizes(ints), out=byte_bounds[1:])
+    bounds = byte_bounds[value_bounds].tolist()  # each record's varints in ``blob``
+    blob = _encode_varints_array(ints).tobytes()
+    headers: dict[int, bytes] = {}
+    feats = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a == b:  # []
+            feats.append(b"")
+            continue
+        head = headers.get(b - a)
+        if head is None:
+            head = headers[b - a] = _int64_header(b - a)
+        feats.append(head + blob[a:b])
+    return _features_column(name, feats, n)
 
 
 def _make_column(name: str, values: Any, n: int) -> _Column:
@@ -351,6 +388,10 @@ def _make_column(name: str, values: Any, n: int) -> _Column:
             with np.errstate(over="ignore"):
                 f32 = np.array(values, dtype=np.float64).astype("<f4").reshape(n, 1)
             return _array_rows_column(name, _float_header, f32.view(np.uint8), n)
+        if t is list:
+            column = _int_lists_column(name, values, n)
+            if column is not None:
+                return column
     return _generic_column(where, name, values, n)
 
 
