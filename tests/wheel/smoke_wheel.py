@@ -63,14 +63,26 @@ def test_imports_from_the_installed_wheel_only() -> None:
 
 
 # the modules that import an optional dependency at import time
-NEEDS_EXTRA = {"tfrecord_lite.torch": "torch"}
+# (the numba kernels: the compiled engine's driver, _examples/_jit.py, imports them only
+# where numba is installed).
+NEEDS_EXTRA = {
+    "tfrecord_lite.torch": "torch",
+    "tfrecord_lite._examples._jit_kernels": "numba",
+    "tfrecord_lite._examples._jit_sequences": "numba",
+    "tfrecord_lite._examples._jit_encode_kernels": "numba",
+    "tfrecord_lite._examples._jit_encode_crc": "numba",
+}
 
 
 def test_every_module_imports_from_site_packages() -> None:
     modules = all_modules()
     assert "tfrecord_lite.example_pb2" in modules and "tfrecord_lite.tfds" in modules
     for name in modules:
-        if name in NEEDS_EXTRA:
+        extra = NEEDS_EXTRA.get(name)
+        if extra is not None and importlib.util.find_spec(extra) is None:
+            # without its extra, such a module fails to import, naming what is missing
+            with pytest.raises(ImportError, match=extra):
+                importlib.import_module(name)
             continue
         module = importlib.import_module(name)
         assert _inside(module.__file__ or "", SITE), f"{name} from {module.__file__}"
