@@ -221,6 +221,22 @@ def test_crcs_without_the_crc_instruction_are_the_same(monkeypatch: Any) -> None
 
 
 @needs_numba
+def test_crc_kernels_that_cannot_load_leave_it_to_the_backend(monkeypatch: Any) -> None:
+    n = 150
+    columns = _every_kind(n, seed=6)
+    with _engine("jit"):
+        expect = bytes(_encode_columns_framed(columns, n).buffer)
+
+        def refuse() -> Any:
+            raise ImportError("no CRC kernels here")
+
+        monkeypatch.setattr(_jit_encode, "crc_kernels", refuse)
+        monkeypatch.setattr(_jit_encode, "_hardware_crc", True)
+        assert bytes(_encode_columns_framed(columns, n).buffer) == expect
+        assert _jit_encode._hardware_crc is False
+
+
+@needs_numba
 def test_crc_kernel_equals_crc32c() -> None:
     if not _jit_encode._crc_instruction():
         pytest.skip("numba does not compile for an x86-64 CPU with SSE4.2 here")

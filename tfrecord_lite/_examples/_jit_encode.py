@@ -95,6 +95,18 @@ def crc_kernels() -> tuple[Any, np.ndarray]:
     return kern, _tables
 
 
+def _crc_kernels_here() -> Optional[tuple[Any, np.ndarray]]:
+    """:func:`crc_kernels` where the CRC instruction is there and they load, else None."""
+    global _hardware_crc
+    if not _crc_instruction():
+        return None
+    try:
+        return crc_kernels()
+    except Exception:  # (never compiled here: the backend frames from now on)
+        _hardware_crc = False
+        return None
+
+
 def _frame_by_backend(out: np.ndarray, roff: np.ndarray) -> None:
     """:func:`._jit_encode_crc.frame_crcs` with the installed CRC backend, record by record."""
     view = memoryview(out)  # type: ignore[arg-type]
@@ -167,9 +179,9 @@ class _Plan:
             self.prefixes, self.state,
         )  # fmt: skip
         if self.framed:
-            if _crc_instruction():
-                kern, tables = crc_kernels()
-                kern.frame_crcs(out, self.roff, tables)
+            crc = _crc_kernels_here()
+            if crc is not None:
+                crc[0].frame_crcs(out, self.roff, crc[1])
             else:
                 _frame_by_backend(out, self.roff)
         return out[:size]
