@@ -58,9 +58,20 @@ def test_inferred_read_equals_the_local_parse(spark: Any, tmp_path: Path) -> Non
         "vec": "array<float>",
         "tags": "array<binary>",
     }
-    assert df.rdd.getNumPartitions() == 3  # one per file
+    # small files grouped: as many partitions as cores, at most one per file
+    assert df.rdd.getNumPartitions() == min(3, os.cpu_count() or 1)
     assert spark_rows(df) == local_rows(paths)
     assert df.count() == 3 * PER_FILE
+
+
+@pytest.mark.parametrize("partitions, expect", [("files", 3), ("2", 2), ("1", 1), ("9", 3)])
+def test_the_partitions_option(spark: Any, tmp_path: Path, partitions: str, expect: int) -> None:
+    paths = write_shards(tmp_path / "in")
+    df = spark.read.format("tfrecord").option("partitions", partitions).load(paths)
+    assert df.rdd.getNumPartitions() == expect
+    assert spark_rows(df) == local_rows(paths)  # every record once, whatever the grouping
+    with pytest.raises(Exception, match="option 'partitions' must be"):
+        spark.read.format("tfrecord").option("partitions", "0").load(paths).count()
 
 
 def test_read_with_a_given_spec_and_paths(spark: Any, tmp_path: Path) -> None:
@@ -82,7 +93,12 @@ def test_an_indexed_file_is_read_in_record_ranges(spark: Any, tmp_path: Path) ->
     n = 1000
     tfr.write_examples(path, {"id": np.arange(n), "x": np.arange(n, dtype=np.float32) / 2})
     tfr.create_index(path)
-    df = spark.read.format("tfrecord").option("records_per_task", "300").load(path)
+    df = (
+        spark.read.format("tfrecord")
+        .option("records_per_task", "300")
+        .option("partitions", "files")  # one partition per record range
+        .load(path)
+    )
     assert df.rdd.getNumPartitions() == 4
     ids = sorted(int(r["id"]) for r in df.select("id").collect())
     assert ids == list(range(n))  # every record exactly once across the ranges
@@ -189,7 +205,8 @@ def test_a_task_that_fails_mid_write_is_retried_without_duplicates(
     paths = write_shards(tmp_path / "in")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "20")
     try:
-        df = spark.read.format("tfrecord").load(paths)  # 3 partitions of 120 records
+        # 3 partitions of 120 records, one a file
+        df = spark.read.format("tfrecord").option("partitions", "files").load(paths)
         marker = tmp_path / "failed-once"
         failing = df.mapInArrow(_fails_on_first_attempt(marker), df.schema)
         out = tmp_path / "out"

@@ -14,9 +14,11 @@ import tfrecord_lite as tfr
 pytest.importorskip("pyarrow")
 
 from tfrecord_lite._tables import (
+    Piece,
     PieceReader,
     ReadPlan,
     ShardJob,
+    group_pieces,
     spec_from_json,
     specs_from_json,
     specs_to_json,
@@ -146,3 +148,44 @@ def test_the_engine_modules_import_without_their_engine(
     mod = importlib.import_module(f"tfrecord_lite.{module}")
     with pytest.raises(ImportError, match=rf'pip install "tfrecord-lite-np\[{extra}\]"'):
         make(mod)  # type: ignore[operator]
+
+
+# --------------------------------------------------------------------------- grouping pieces
+
+
+def _pieces(sizes: list[int]) -> list[Piece]:
+    return [Piece(f"f{i}", s) for i, s in enumerate(sizes)]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 8, 20])
+def test_group_pieces_puts_each_piece_in_one_group_in_order(count: int) -> None:
+    rng = np.random.default_rng(count)
+    pieces = _pieces(rng.integers(1, 10_000, 13).tolist())
+    groups = group_pieces(pieces, count)
+    assert len(groups) == min(count, len(pieces))
+    assert all(groups)
+    flat = [p for g in groups for p in g]
+    assert sorted(p.path for p in flat) == sorted(p.path for p in pieces)  # each exactly once
+    for g in groups:  # a group keeps the pieces' order
+        assert [pieces.index(p) for p in g] == sorted(pieces.index(p) for p in g)
+    # about equal bytes: no group exceeds the mean by more than the largest piece
+    loads = [sum(p.size or 0 for p in g) for g in groups]
+    mean = sum(loads) / len(loads)
+    assert max(loads) <= mean + max(p.size or 0 for p in pieces)
+
+
+def test_group_pieces_by_default_one_group_per_core_or_per_max_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert len(group_pieces(_pieces([10] * 16))) == 4
+    assert len(group_pieces(_pieces([10] * 3))) == 3  # never more groups than pieces
+    # 16 pieces of 100 bytes with at most 250 bytes a group: 7 groups, more than the cores
+    assert len(group_pieces(_pieces([100] * 16), max_bytes=250)) == 7
+    # a size that is not known counts as a whole partition's worth
+    assert len(group_pieces([Piece(f"s3://b/{i}", None) for i in range(6)], max_bytes=1)) == 6
+    assert group_pieces([]) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        group_pieces(_pieces([1]), 0)

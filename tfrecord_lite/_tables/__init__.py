@@ -10,12 +10,14 @@ them imports another integration.
 from ._extras import require, require_dask_dataframe, require_pyarrow, require_ray_data
 from ._from_arrow import feature_lists_of, from_arrow, table_records
 from ._pieces import (
+    DEFAULT_PARTITION_BYTES,
     DEFAULT_RECORDS_PER_TASK,
     Paths,
     Piece,
     PieceReader,
     check_read_options,
     expand,
+    group_pieces,
     read_pieces,
     split_file,
     split_files,
@@ -27,6 +29,7 @@ from ._to_arrow import FEATURE_LISTS_KEY, to_arrow
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_PARTITION_BYTES",
     "DEFAULT_RECORDS_PER_TASK",
     "FAILED_SWEEPS_QUIET",
     "FAILED_SWEEP_EVERY",
@@ -42,6 +45,7 @@ __all__ = [
     "expand",
     "feature_lists_of",
     "from_arrow",
+    "group_pieces",
     "read_pieces",
     "require",
     "require_dask_dataframe",

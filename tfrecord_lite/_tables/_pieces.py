@@ -112,6 +112,39 @@ def split_files(
     return [p for f in files for p in split_file(f, per_task, compression)]
 
 
+#: An engine's partition holds at most about this many bytes of file when pieces are
+#: grouped (Spark's own default for its file sources, ``spark.sql.files.maxPartitionBytes``).
+DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
+
+
+def group_pieces(
+    pieces: Sequence[Piece], count: Optional[int] = None, max_bytes: int = DEFAULT_PARTITION_BYTES
+) -> list[list[Piece]]:
+    """The pieces grouped into partitions of about equal bytes, for an engine whose cost is
+    per partition (Spark starts a Python task for each: ~0.1 s, more than reading a small
+    file). ``count`` partitions (at most one per piece); by default as many as the cores
+    of this machine, or more where a partition would exceed ``max_bytes``. Each piece is
+    in exactly one group; a group keeps the pieces in their order; the largest pieces are
+    placed first, each in the group with the fewest bytes."""
+    if not pieces:
+        return []
+    sizes = [p.size if p.size is not None else max_bytes for p in pieces]
+    if count is None:
+        count = max(os.cpu_count() or 1, math.ceil(sum(sizes) / max(1, max_bytes)))
+    if count < 1:
+        raise ValueError(f"the number of partitions must be at least 1, got {count}")
+    count = min(count, len(pieces))
+    loads = [0] * count
+    members: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(range(len(pieces)), key=lambda i: (-sizes[i], i)):
+        g = min(range(count), key=lambda g: (loads[g], g))
+        loads[g] += sizes[i]
+        members[g].append(i)
+    groups = [sorted(m) for m in members]
+    groups.sort(key=lambda m: m[0])
+    return [[pieces[i] for i in m] for m in groups]
+
+
 def check_read_options(batch_size: int, on_error: str) -> None:
     """The checks every engine's reader makes of its common options."""
     if batch_size < 1:
