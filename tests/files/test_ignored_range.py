@@ -4,7 +4,8 @@ the URL and what the server did, never data read at the wrong offset.
 Two servers: an fsspec filesystem of the test's own whose ranged reads return the whole
 object (what fsspec's HTTP filesystem hands back from such a server), always run; and a
 real HTTP server on 127.0.0.1 that ignores ``Range``, read through fsspec's ``http://``
-filesystem, where ``aiohttp`` is installed (``.venv-cluster``, ``.venv-engines``).
+filesystem, where ``aiohttp`` is installed (``make test-cloud`` runs this file again in
+``.venv-cloud``, which has it).
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    pytest.importorskip("aiohttp", reason="fsspec's http:// filesystem needs aiohttp")
+    pytest.importorskip(
+        "aiohttp",
+        reason="fsspec's http:// filesystem needs aiohttp; make test-cloud runs this test",
+    )
     _Handler.body = tfr.encode_records(RECORDS)
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
