@@ -168,8 +168,8 @@ def _load(name: str = "_jit_kernels") -> Any:
             except Exception as err:
                 _broken = f"{type(first).__name__}: {first}; then {type(err).__name__}: {err}"
                 warnings.warn(
-                    f"tfrecord_lite: the compiled parse engine is off ({_broken}); "
-                    "parsing goes on with the numpy engine",
+                    f"tfrecord_lite: the compiled engine is off ({_broken}); parsing and "
+                    "writing go on with the numpy engine",
                     RuntimeWarning,
                     stacklevel=3,
                 )
