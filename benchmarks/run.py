@@ -314,7 +314,8 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         rev = ""
     dists = [
-        "tfrecord-lite",
+        "tfrecord-lite-np",
+        "numba",
         "numpy",
         "protobuf",
         "crcmod",

@@ -45,3 +45,39 @@ def test_empty_sequence_batch_is_a_documented_difference() -> None:
     for doc in ("docs/coming-from-tensorflow.md", "docs/tensorflow-behaviour.md"):
         text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
         assert "parse_sequence_example" in text and "Inconsistent max number of elements" in text
+
+
+def _ratios(title_words: str, table: str) -> list[str]:
+    """The "ours / TF" ratios of the committed table's rows whose title holds these words."""
+    out = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) >= 7 and title_words in cells[0] and cells[5].endswith("x"):
+            out.append(cells[5])
+    return out
+
+
+def test_the_readme_speed_bullet_is_the_committed_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    bullet = readme[readme.index("- **Fast**") :]
+    bullet = " ".join(bullet[: bullet.index("\n- **", 3)].split())
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    table = results[: results.index("\n## ", results.index("| Task |"))]
+    quoted = re.findall(r"\d+\.\d+x", bullet)
+    every = [c for line in table.splitlines() for c in re.findall(r"\| (\d+\.\d+x) \|", line)]
+    assert quoted and set(quoted) <= set(every), set(quoted) - set(every)
+    # each pair the bullet names, in the table's order (batch 1024, then 256)
+    for words, name in [
+        ("MNIST-like read + parse", "MNIST-like"),
+        ("ImageNet-like (~110 KB) read + parse", "ImageNet-like"),
+        ("Tabular", "fixed-layout tabular"),
+        ("Taxi-like", "taxi-like GZIP shards"),
+        ("Transformed", "per-record key order"),
+        ("Real TFX taxi", "the real TFX taxi shards"),
+        ("SequenceExample", "SequenceExamples"),
+    ]:
+        pair = " / ".join(_ratios(words, table))
+        assert f"{name} {pair}" in bullet, (name, pair)
+    assert f"raw reads {_ratios('MNIST raw records', table)[0]}" in bullet
+    assert f"from NumPy {_ratios('MNIST write', table)[0]}" in bullet
+    assert f"parse_single_example)` {_ratios('TF tutorial', table)[0]}" in bullet
