@@ -331,10 +331,20 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
     monkeypatch.setattr(_jit, "AUTO_PICKS_JIT", True)
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "auto")
     rng = random.Random(8)
+    # records of many lengths (auto leaves a batch mostly of one length to numpy)
+    specs = {"a": tfr.VarLenFeature(tfr.int64), "b": tfr.VarLenFeature(tfr.string)}
     for _ in range(20):
-        records, specs = _batch(rng, 200, shuffle=1.0)
-        with contextlib.suppress(tfr.ParseError, ValueError):
-            tfr.parse_example(records, specs)
+        records = [
+            tfr.encode_example(
+                {
+                    "a": [rng.randint(-9, 9) for _ in range(rng.randint(0, 6))],
+                    "b": [rng.randbytes(rng.randint(0, 9))],
+                }
+            )
+            for _ in range(200)
+        ]
+        assert _jit.engine_for(records) == "jit"
+        tfr.parse_example(records, specs)
     total = sum(n for n, _ in seen)
     assert total == 20 * 200
     assert sum(h for _, h in seen) / total > 0.5
@@ -359,6 +369,24 @@ def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
     else:
         with pytest.raises(ImportError, match="jit"):
             _jit.engine(1)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
+def test_auto_leaves_records_of_one_layout_to_the_numpy_engine(monkeypatch: Any) -> None:
+    monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
+    n = _jit.JIT_MIN_RECORDS * 2
+    same = [
+        tfr.encode_example({"image": bytes([i % 256]) * 784, "label": [i % 10]}) for i in range(n)
+    ]
+    mixed = [tfr.encode_example({"a": list(range(i % 7)), "b": b"x" * (i % 5)}) for i in range(n)]
+    assert _jit.engine_for(same) == "numpy"
+    assert _jit.engine_for(mixed) == "jit"
+    # exactly half of one length still counts as one layout; a forced engine is kept
+    assert _jit.engine_for(same[: n // 2] + mixed[n // 2 :]) == "numpy"
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
+    assert _jit.engine_for(same) == "jit"
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
+    assert _jit.engine_for(mixed) == "numpy"
 
 
 def test_import_compiles_nothing() -> None:

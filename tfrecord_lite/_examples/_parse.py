@@ -67,7 +67,7 @@ from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
 from ._extract import extract
 from ._extracted import MIN_BATCH, enabled, merge_columns
-from ._jit import JitTable, engine, jit_extract
+from ._jit import JitTable, engine_for, jit_extract
 from ._keys import KeyTable, key_table
 from ._schema import (
     DType,
@@ -318,12 +318,12 @@ def extract_columns(
 
 def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
     """Columns for every needed key: the compiled or the vectorized path where it
-    applies (:func:`~._jit.engine`), else protobuf."""
+    applies (:func:`~._jit.engine_for`), else protobuf."""
     n = len(records)
     needed = plan.needed
     fast = None
     if needed and n and enabled():
-        if engine(n) == "jit":
+        if engine_for(records) == "jit":
             fast = jit_extract(records, plan.jit_table)
         if fast is None and n >= MIN_BATCH:
             fast = extract(records, needed, table=plan.table)
