@@ -49,7 +49,7 @@ demo: install-demo
 
 lint: install
 	$(PY) -m ruff check tfrecord_lite tests benchmarks docs
-	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs/check_reference.py
+	$(PY) -m ruff format --check tfrecord_lite tests benchmarks docs/check_reference.py docs/griffe_sphinx.py
 
 typecheck: install
 	$(PY) -m mypy
