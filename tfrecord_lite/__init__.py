@@ -107,6 +107,9 @@ from ._examples import (
     write_examples,
 )
 from ._files import (
+    FileInUseError,
+    IncompleteShardSetError,
+    NotATFRecordError,
     RandomAccessError,
     ShardedWriter,
     StaleIndexError,
@@ -149,10 +152,13 @@ __all__ = [
     "DType",
     "DataLossError",
     "FeatureStats",
+    "FileInUseError",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "GraphOnlyError",
     "ImageFolderSummary",
+    "IncompleteShardSetError",
+    "NotATFRecordError",
     "NotExampleError",
     "ParseError",
     "RaggedFeature",

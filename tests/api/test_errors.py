@@ -106,3 +106,43 @@ def test_catchable_as_builtins(tmp_path: Any) -> None:
     writer.close()
     with pytest.raises(ValueError, match="Writer is closed"):
         writer.write(b"x")
+
+
+#: Error names the docs use that are TensorFlow's (``tf.errors.*``), said to compare with ours.
+TENSORFLOW_ERRORS = {
+    "FailedPreconditionError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "OpError",
+}
+#: Error classes of an integration, importable from its module (whose page names them).
+INTEGRATION_ERRORS = {
+    "DatasetNotFoundError": "tfrecord_lite.tfds",
+    "UnsupportedFeatureError": "tfrecord_lite.tfds",
+}
+
+
+def test_every_error_class_the_docs_name_is_exported() -> None:
+    import builtins
+    import importlib
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    named: dict[str, str] = {}
+    for page in pages:
+        for name in re.findall(r"\b([A-Z]\w*(?:Error|Warning))\b", page.read_text("utf-8")):
+            named.setdefault(name, str(page.relative_to(root)))
+    assert {"NotATFRecordError", "IncompleteShardSetError", "FileInUseError"} <= set(named)
+    missing = []
+    for name, page in sorted(named.items()):
+        if hasattr(builtins, name) or name in TENSORFLOW_ERRORS:
+            continue
+        module = importlib.import_module(INTEGRATION_ERRORS.get(name, "tfrecord_lite"))
+        cls = getattr(module, name, None)
+        if not (isinstance(cls, type) and name in getattr(module, "__all__", ())):
+            missing.append(f"{name} ({page})")
+        elif module is tfr:
+            assert issubclass(cls, (tfr.TFRecordError, Warning)), name
+    assert not missing, f"documented but not exported: {missing}"
