@@ -200,6 +200,10 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             else:
                 print("\n".join(_head_text(path, item, bool(info.compression))))
             shown += 1
+        if shown == 0 and not problems:
+            # Say so, rather than print nothing (on stderr: --json output stays JSON lines).
+            where = f"past record {args.skip - 1}" if args.skip else "in it"
+            print(f"{path}: no records {where}", file=sys.stderr)
     return EXIT_DATA if problems else EXIT_OK
 
 

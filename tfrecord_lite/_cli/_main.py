@@ -62,13 +62,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"\n{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # The reader of our output went away (e.g. `| head`): stop quietly.
+        # The reader of our output went away (`| head -1`): it has what it wanted, so stop
+        # quietly and succeed, as `set -o pipefail` scripts expect of a reader cut short.
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         except (OSError, ValueError):  # pragma: no cover
             pass
-        return EXIT_DATA
+        return EXIT_OK
     except Exception as e:
         if ctx.debug:
             raise
