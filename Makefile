@@ -20,6 +20,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
+# make test runs pytest on this many pytest-xdist workers (PYTEST_WORKERS=0: in one process).
+PYTEST_WORKERS ?= 2
 
 .PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster test-engines protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz dist test-wheel test-pythons docs clean
 
@@ -55,7 +57,7 @@ typecheck: install
 	$(PY) -m mypy
 
 pytest: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
