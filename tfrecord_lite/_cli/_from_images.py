@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             raise UsageError("--index is not supported with --engine ray")
         args.encode = fmt  # ImageOptions takes "keep" under its old name too
         return _from_images_on_ray(args, ctx)
-    from .._decoding import pil, scan_image_folder, write_image_folder
+    from .._decoding import IMAGE_EXTENSIONS, pil, scan_image_folder, write_image_folder
 
     if not os.path.isdir(args.dir):
         if os.path.exists(args.dir):
@@ -116,6 +116,20 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
         print(
             f"{PROG}: error: {args.dir!r} has no sub-folders: put the images of each class "
             "in a sub-folder named after the class (e.g. DIR/cat/1.jpg, DIR/dog/2.jpg)",
+            file=sys.stderr,
+        )
+        return EXIT_DATA
+    loose = [
+        name
+        for name in folder.ignored
+        if os.sep not in name and os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
+    ]
+    if loose:  # their class is unknown: writing only the sub-folders' images would lose them
+        names = ", ".join(loose[:3]) + (", ..." if len(loose) > 3 else "")
+        print(
+            f"{PROG}: error: {args.dir!r} holds {plural(len(loose), 'image')} outside a class "
+            f"sub-folder ({names}): move each into the sub-folder named after its class "
+            "(e.g. DIR/cat/1.jpg), or point at a folder whose images all sit in class folders",
             file=sys.stderr,
         )
         return EXIT_DATA

@@ -6,6 +6,7 @@ Other units import from this package only, and only these names.
 
 from ._display import display_array, draw_grid
 from ._folders import (
+    IMAGE_EXTENSIONS,
     ImageFolderSummary,
     ImageOptions,
     convert_task,
@@ -23,6 +24,7 @@ from ._tensor import decode_json_example, parse_tensor, serialize_tensor
 from ._tf_images import decode_jpeg, decode_png, encode_jpeg, encode_png, tf_decode_image
 
 __all__ = [
+    "IMAGE_EXTENSIONS",
     "NUMPY_FOR_TF",
     "PORTING_DOCS",
     "ImageFolderSummary",
