@@ -120,6 +120,7 @@ class TFRecordWriter:
     ) -> None:
         self._lock = threading.Lock()
         self._file: Optional[IO[bytes]] = None
+        self._owns_lock = False  # holds the flock of _open_locked (dropped in a forked child)
         # Until a clean close(): a local temporary path (atomic=True), or the pending
         # upload of a URL (atomic=True, or mode="a": the object is rewritten).
         self._tmp_path: Union[str, _fs.Output, None] = None
@@ -156,6 +157,7 @@ class TFRecordWriter:
                 create_parent(target)
                 existed = os.path.exists(target)
                 f = _open_locked(target, append=True)  # before the check: no one else writes
+                self._owns_lock = True
                 try:
                     self.repaired = prepare_append(target, self.compression, repair)
                 except BaseException:
@@ -177,6 +179,7 @@ class TFRecordWriter:
             else:
                 create_parent(target)
                 self._file = _open_locked(target, append=False)
+                self._owns_lock = True
         else:
             if atomic or append:
                 raise ValueError(
@@ -514,6 +517,15 @@ def _after_fork_in_child() -> None:
     # buffers hold the parent's records, which must not be written twice.
     for writer in list(_OPEN_WRITERS):
         writer._tmp_path = None  # never remove the parent's temporary file
+        if writer._owns_lock and writer._file is not None:
+            # The flock belongs to the open file description the child shares: point the
+            # child's descriptor at /dev/null so the parent's close() releases the lock.
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                try:
+                    os.dup2(null, writer._file.fileno())
+                finally:
+                    os.close(null)
 
 
 if hasattr(os, "register_at_fork"):
