@@ -35,13 +35,9 @@ from .._record import (
     record_header,
 )
 from ._jit import _load
+from ._jit_encode_kinds import BYTES, FEATURE, FLOATS, INTS
 
 __all__ = ["BYTES", "FEATURE", "FLOATS", "INTS", "jit_framed", "jit_records"]
-
-#: Column kinds, by the header in front of each record's data: packed varints of
-#: an integer array; a FloatList of bytes (float32 rows); a BytesList of one value;
-#: none (the data is a whole serialized Feature).
-INTS, FLOATS, BYTES, FEATURE = 0, 1, 2, 3
 
 
 class EncodeColumn(Protocol):

@@ -7,7 +7,7 @@ first time a large enough chunk is written with the ``jit`` engine, never
 ``import tfrecord_lite``.
 
 Columns are described the way :mod:`._encode_columns` sees them, one ``kind`` per
-column (the header in front of its data: :data:`._jit_encode.INTS` ...). Integer columns
+column (the header in front of its data: :data:`._jit_encode_kinds.INTS` ...). Integer columns
 are the ``ints`` array's columns ``ioff[c]:ioff[c] + icnt[c]`` (the varints are
 written here); every other column is a run of bytes per record, ``offs[i, c]`` to
 ``offs[i + 1, c]`` in a buffer at the address ``addr[c]`` (the column's own array
@@ -38,7 +38,7 @@ import numpy as np
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit_encode import BYTES, FEATURE, FLOATS, INTS
+from ._jit_encode_kinds import BYTES, FEATURE, FLOATS, INTS
 
 __all__ = ["OUT_SLACK", "PREFIX_SLACK", "fill_records", "record_sizes"]
 
