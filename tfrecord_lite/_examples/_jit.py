@@ -24,12 +24,14 @@ it. Bytes values repeated in a column (categorical strings) are cut out once
 
 Nothing compiles at ``import tfrecord_lite``: numba is imported, and the kernels
 compiled or loaded from numba's on-disk cache, the first time a batch needs them.
-The cache sits beside the package; where that directory is read-only, numba's
-own user-wide directory is used, and where neither can be written, a
-directory under the system's temporary folder. A cache that cannot be read
-(corrupt, or written by another numba) is set aside: the kernels are compiled
-afresh without it, and should that fail too, the ``numpy`` engine is used for the
-rest of the process (with one ``RuntimeWarning``).
+The cache sits beside the package; where that directory is read-only, in
+``~/.cache/tfrecord_lite/numba``, and where neither can be written, in
+``<tmp>/tfrecord_lite-numba-<uid>``. numba reads its index files with ``pickle``, so
+a cache directory is used only if no other user can have written to it (see
+:func:`_cache_dir`): one another user owns or may write to is never read. A cache
+that cannot be read (corrupt, or written by another numba) is removed and written
+afresh; should compiling fail too, the ``numpy`` engine is used for the rest of the
+process (with one ``RuntimeWarning``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._files import UnsafeDirectoryError, private_directory, why_unsafe
 from ._extract import _record_lengths
 from ._extracted import FastColumn, _contiguous
 from ._schema import DType
@@ -136,27 +139,108 @@ def _writable(path: str) -> bool:
         return False
 
 
+def _warn(message: str) -> None:
+    warnings.warn(f"tfrecord_lite: {message}", RuntimeWarning, stacklevel=4)
+
+
+def _fresh_dir() -> str:
+    """A cache directory of this process's own (``mkdtemp``: 0700), removed when it
+    exits: nothing is left behind in the temporary folder."""
+    fresh = tempfile.mkdtemp(prefix="tfrecord_lite-numba-")
+    atexit.register(shutil.rmtree, fresh, True)
+    return fresh
+
+
 def _cache_dir() -> Optional[str]:
-    """A cache directory to give numba where neither the package's ``__pycache__``
-    nor numba's user-wide one can be written (None: numba's own choice works)."""
+    """The directory to give numba for the kernels' cache (None: the package's own
+    ``__pycache__``, which numba picks by itself).
+
+    numba reads a cache's index files with ``pickle``, so only a directory no other
+    user can have written to is used (:func:`~tfrecord_lite._files.private_directory`):
+    ``NUMBA_CACHE_DIR`` when set, else the package's ``__pycache__`` when this user
+    may write to it, else ``$XDG_CACHE_HOME/tfrecord_lite/numba`` (``~/.cache/...``),
+    else ``<tmp>/tfrecord_lite-numba-<uid>`` (created 0700). One that another user
+    owns or may write to is passed over, with a ``RuntimeWarning`` when it was the
+    one asked for or the last one left (the kernels then compile into a directory
+    of this process's own)."""
     import numba
 
     config: Any = numba.config
     if config.CACHE_DIR:
+        try:
+            return private_directory(config.CACHE_DIR)
+        except UnsafeDirectoryError as err:
+            _warn(f"NUMBA_CACHE_DIR is not used for the compiled kernels: {err}")
+            return _fresh_dir()
+        except OSError:
+            return _fresh_dir()
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    if _writable(here) and why_unsafe(here) is None:
         return None
-    here = os.path.join(os.path.dirname(__file__), "__pycache__")
-    if _writable(here):
-        return None
-    user = os.path.join(os.path.expanduser("~"), ".cache", "tfrecord_lite", "numba")
-    if _writable(user):
-        return user
-    return os.path.join(tempfile.gettempdir(), f"tfrecord_lite-numba-{os.getuid()}")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    try:
+        user = os.path.join(base, "tfrecord_lite", "numba")
+        if os.path.isabs(user):
+            return private_directory(user)
+    except OSError:
+        pass  # no home to write to (a service user): the temporary folder
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    shared = os.path.join(tempfile.gettempdir(), f"tfrecord_lite-numba-{uid}")
+    try:
+        return private_directory(shared)
+    except UnsafeDirectoryError as err:
+        _warn(f"{err}; the kernels compile into a directory of this process's own")
+    except OSError:
+        pass
+    return _fresh_dir()
+
+
+def _forget(where: Optional[str]) -> bool:
+    """Remove this package's kernels from the cache at ``where`` (None: the package's
+    ``__pycache__``), so that they are compiled and cached afresh; False when they
+    cannot be removed. Only the kernels' own files go (``<module>.*.nbi`` / ``.nbc``),
+    and only from a directory :func:`_cache_dir` accepted as this user's."""
+    root = where or os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    prefixes = tuple(f"{m}." for m in _KERNEL_MODULES)
+    try:
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                if name.startswith(prefixes) and name.endswith((".nbi", ".nbc")):
+                    os.unlink(os.path.join(folder, name))
+    except OSError:
+        return False
+    return True
+
+
+def _import_kernels(name: str, where: Optional[str]) -> Any:
+    """Import (compile or load) kernel module ``name`` with numba's cache at ``where``
+    (None: numba's own choice); numba's setting is restored afterwards, so the user's
+    own cached functions are not put there."""
+    import sys
+
+    import numba
+
+    config: Any = numba.config
+    before = config.CACHE_DIR
+    for stale in _KERNEL_MODULES:  # a module whose import failed half-way
+        if stale not in _modules:
+            sys.modules.pop(f"{__package__}.{stale}", None)
+    if where is not None:
+        config.CACHE_DIR = where
+    try:
+        return importlib.import_module(f"{__package__}.{name}")
+    finally:
+        config.CACHE_DIR = before
 
 
 def _load(name: str = "_jit_kernels") -> Any:
     """A module of compiled kernels (compiled now, or read from the cache):
     ``_jit_kernels`` (Examples) or ``_jit_sequences`` (SequenceExamples, loaded
-    only when those are parsed), or the writer's (:mod:`._jit_encode`)."""
+    only when those are parsed), or the writer's (:mod:`._jit_encode`).
+
+    A cache that cannot be read (damaged, or written by another numba) is removed
+    and the kernels are compiled into it afresh, so later processes load them again;
+    where it cannot be removed, they compile into a directory of this process's own."""
     global _kernels, _broken
     module = _modules.get(name)
     if module is not None:
@@ -165,27 +249,13 @@ def _load(name: str = "_jit_kernels") -> Any:
         module = _modules.get(name)
         if module is not None:
             return module
-        import numba
-
-        config: Any = numba.config
         where = _cache_dir()
-        if where is not None:
-            config.CACHE_DIR = where
         try:
-            module = importlib.import_module(f"{__package__}.{name}")
+            module = _import_kernels(name, where)
         except Exception as first:  # an unreadable cache: compile without it
-            # A private directory for this process only, removed when it exits (a
-            # damaged cache is not read again, and nothing is left behind in /tmp).
-            fresh = tempfile.mkdtemp(prefix="tfrecord_lite-numba-")
-            atexit.register(shutil.rmtree, fresh, True)
-            config.CACHE_DIR = fresh
             try:
-                import sys
-
-                for stale in _KERNEL_MODULES:
-                    sys.modules.pop(f"{__package__}.{stale}", None)
-                _modules.clear()
-                module = importlib.import_module(f"{__package__}.{name}")
+                retry = where if _forget(where) else _fresh_dir()
+                module = _import_kernels(name, retry)
             except Exception as err:
                 _broken = f"{type(first).__name__}: {first}; then {type(err).__name__}: {err}"
                 warnings.warn(

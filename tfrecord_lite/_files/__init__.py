@@ -20,6 +20,7 @@ from ._index import (
 from ._iterator import tf_record_iterator
 from ._options import TFRecordCompressionType, TFRecordOptions, reader_compression
 from ._paths import PathOrFile, expand_paths, is_file_object, shard_name
+from ._private import UnsafeDirectoryError, private_directory, why_unsafe
 from ._reader import TFRecordReader, open
 from ._salvage import Damage, Record, SalvageInfo, salvage, salvage_file
 from ._sharded import ShardedWriter
@@ -46,6 +47,7 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordReader",
     "TFRecordWriter",
+    "UnsafeDirectoryError",
     "check_shard_set",
     "check_start",
     "create_index",
@@ -55,6 +57,7 @@ __all__ = [
     "fs",
     "is_file_object",
     "open",
+    "private_directory",
     "read_batches",
     "read_index",
     "read_records",
@@ -64,5 +67,6 @@ __all__ = [
     "shard_name",
     "sniff_format",
     "tf_record_iterator",
+    "why_unsafe",
     "write_index",
 ]
