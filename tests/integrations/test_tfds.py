@@ -318,6 +318,27 @@ def test_data_source_with_unwritable_cache_keeps_the_index_in_memory(tmp_path: P
     assert len(src) == 10 and len(list(src)) == 10
 
 
+def test_data_source_never_reads_an_index_others_may_have_written(
+    tabular: tfds.Builder, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    first = tabular.as_data_source("train", index_dir=str(shared))
+    in_order = [int(e["id"]) for e in first]  # the shards are indexed when first read
+    first.close()
+    assert len(list(shared.rglob("*.index"))) == 3
+    # Another user's planted indexes: every record there, in reverse order, in a folder
+    # anyone may write to.
+    for index in shared.rglob("*.index"):
+        index.write_text("".join(reversed(index.read_text().splitlines(keepends=True))))
+    for folder in [shared, *[p for p in shared.rglob("*") if p.is_dir()]]:
+        folder.chmod(0o777)
+    with pytest.warns(RuntimeWarning, match="writable by other users"):
+        src = tabular.as_data_source("train", index_dir=str(shared))
+        got = [int(e["id"]) for e in src]
+    assert got == in_order
+    src.close()
+
+
 def test_data_source_checks_shard_lengths(tmp_path: Path) -> None:
     data = tmp_path / "ds"
     shutil.copytree(DIRS["tfl_tabular"], data)

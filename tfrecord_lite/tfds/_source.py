@@ -9,6 +9,7 @@ import bisect
 import hashlib
 import os
 import threading
+import warnings
 from collections.abc import Iterator
 from collections.abc import Sequence as _Seq
 from typing import Any, Optional, Protocol
@@ -16,7 +17,14 @@ from typing import Any, Optional, Protocol
 import numpy as np
 
 from .._errors import ParseError
-from .._files import StaleIndexError, TFRecordFile, create_index, find_index
+from .._files import (
+    StaleIndexError,
+    TFRecordFile,
+    UnsafeDirectoryError,
+    create_index,
+    find_index,
+    private_directory,
+)
 from ._dataset_info import DatasetInfo
 from ._decoder import make_decode
 from ._splits import check_files, file_instructions
@@ -66,6 +74,20 @@ def _cached_index(path: str, index_dir: Optional[str], rebuild: bool = False) ->
     base = index_dir or _cache_dir()
     key = hashlib.sha256(os.path.dirname(os.path.abspath(path)).encode()).hexdigest()[:20]
     folder = os.path.join(base, key)
+    try:
+        # An index decides which bytes are returned as a record: only from a folder
+        # no other user can have written to.
+        private_directory(folder)
+    except UnsafeDirectoryError as err:
+        warnings.warn(
+            f"tfrecord_lite.tfds: the index cache is not used ({err}); shard indexes are "
+            "kept in memory",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    except OSError:
+        return None
     index = os.path.join(folder, os.path.basename(path) + ".index")
     if os.path.isfile(index) and not rebuild:
         try:
@@ -74,7 +96,6 @@ def _cached_index(path: str, index_dir: Optional[str], rebuild: bool = False) ->
         except OSError:
             pass
     try:
-        os.makedirs(folder, exist_ok=True)
         return create_index(path, index, compression="")
     except OSError:
         return None
