@@ -25,10 +25,10 @@ unit                                            what it holds
 ``torch``, ``arrow``, ``ray``, ``dask``,        integrations, each an optional extra: PyTorch,
 ``spark``, ``daft``, ``hf``, ``tfds/``          Arrow/pandas, Ray Data, Dask, Spark 4, Daft,
                                                 Hugging Face datasets, TFDS directories
-``_tables/``                                    what the table integrations share: the Arrow
-                                                type mapping, read plan, file pieces, extras
 ``io``, ``train``, ``data``, ``python_io``,     the TensorFlow-named namespaces (``tf.io``,
 ``compat``, ``image``                           ``tf.train``, ``tf.data``, TF1 names)
+``_tables/``                                    what the table integrations share: the Arrow
+                                                type mapping, read plan, file pieces, extras
 ``_data/``                                      datasets: sources, ops, cache, collate
 ``_decoding/``                                  decode_raw, images, tensors, image folders
 ``_examples/``                                  feature specs, values, building Examples, the
