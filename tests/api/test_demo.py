@@ -15,6 +15,7 @@ pytest.importorskip("PIL", reason="the demo's image-folder step needs Pillow")
 DEMO = [sys.executable, "-m", "tfrecord_lite.demo"]
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "demo-out"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # keep our lines and the CLI's in order

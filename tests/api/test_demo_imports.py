@@ -54,6 +54,7 @@ open({marker!r}, "a").close()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="needs sys.stdlib_module_names")
 def test_demo_imports_only_its_extras(tmp_path: Path) -> None:
     site = tmp_path / "guard"

@@ -35,6 +35,7 @@ def _flat(batches: list[Any]) -> tuple[list[int], list[float]]:
     return xs, vs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3, tfr.data.AUTOTUNE])
 def test_threads_give_one_threads_batches_in_order(tmp_path: Path, workers: int) -> None:
     f = _write(tmp_path / "a.tfrecord", N)
@@ -53,6 +54,7 @@ def test_threads_give_one_threads_batches_in_order(tmp_path: Path, workers: int)
     assert _flat(batched_first) == _flat(one)
 
 
+@pytest.mark.slow
 def test_sequences_parse_on_threads(tmp_path: Path) -> None:
     path = os.fspath(tmp_path / "s.tfrecord")
     with tfr.TFRecordWriter(path) as w:
@@ -74,6 +76,7 @@ def test_sequences_parse_on_threads(tmp_path: Path) -> None:
                 np.testing.assert_array_equal(part_a[k], part_b[k])
 
 
+@pytest.mark.slow
 def test_an_error_on_a_thread_comes_after_the_batches_before_it(tmp_path: Path) -> None:
     bad = 20017
     f = _write(tmp_path / "b.tfrecord", N, bad)
