@@ -1,7 +1,7 @@
 # tfrecord_lite — every target does its own set-up on a fresh machine.
 #   make demo      install into .venv and run the end-to-end demo
 #   make test      install test tools into .venv; ruff, mypy, pytest
-#   make test-oldest   the test suite on the lowest protobuf / numpy we support
+#   make test-oldest   the test suite on the lowest protobuf / numpy we support (2 xdist workers)
 #   make interop   real TensorFlow, tensorflow-datasets, Ray, Grain (.venv-interop) against ours
 #   make test-cloud    the object-store suite against local S3 / GCS servers (.venv-cloud)
 #   make test-cluster  Ray Data, Dask and Arrow on local clusters (.venv-cluster)
@@ -14,6 +14,8 @@
 #   make test-wheel    install the built wheel into a fresh venv outside the tree; smoke suite there
 #   make test-pythons  the test suite from the built wheel on CPython 3.9, 3.10, 3.12 and 3.13
 #   make docs      build the documentation site into site/ (.venv-docs), warnings as errors
+#   make venvs     install every suite's venv (make -j N venvs: N at once; .ci/run does it
+#                  in the background while make test runs)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -23,7 +25,7 @@ PYTEST_ARGS ?=
 # make test runs pytest on this many pytest-xdist workers (PYTEST_WORKERS=0: in one process).
 PYTEST_WORKERS ?= 2
 
-.PHONY: all install install-demo demo test lint typecheck pytest test-oldest interop test-cloud test-cluster test-engines protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz dist test-wheel test-pythons docs clean
+.PHONY: all install install-demo demo test venvs lint typecheck pytest test-oldest interop test-cloud test-cluster test-engines protos bench bench-peers bench-dataloader bench-tfdata bench-tfds bench-scaleout bench-cloud fuzz dist test-wheel test-pythons docs clean
 
 all: test
 
@@ -70,7 +72,7 @@ $(OLDEST_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-oldest: $(OLDEST_VENV)/.installed
-	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 INTEROP_VENV := .venv-interop
 $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
@@ -208,15 +210,16 @@ test-wheel: dist
 # (>=3.9) admits and this machine has (pyenv's or pythonX.Y on PATH), each in its own
 # .venv-pyX.Y with the newest dependencies that support it, run from tests/ with the plugin
 # tests/wheel/installed_guard.py stopping the run unless tfrecord_lite comes from the venv.
-# The whole suite runs on each (3.11 is make test's and make test-wheel's), about 2 minutes
-# a Python on 2 cores. Serially: the suite is not pytest-xdist-safe (a parametrize id holds a
-# gzip timestamp, so two workers may collect different tests); XDIST="-n 2" tries it.
+# The whole suite runs on each (3.11 is make test's and make test-wheel's), on PYTEST_WORKERS
+# pytest-xdist workers (XDIST= runs it in one process); the venvs are installed all at once
+# (PYTHONS_INSTALL_JOBS at a time) before the first run.
 # Torch is left out (tfrecord_lite.torch's tests and docs blocks skip, saying so).
 PYTHONS ?= 3.9 3.10 3.12 3.13
 PYENV_ROOT ?= $(HOME)/.pyenv
-XDIST ?=
+XDIST ?= -n $(PYTEST_WORKERS)
+PYTHONS_INSTALL_JOBS ?= 4
 test-pythons: dist
-	PYTHON_VERSIONS="$(PYTHONS)" PYENV_ROOT="$(PYENV_ROOT)" XDIST="$(XDIST)" \
+	PYTHON_VERSIONS="$(PYTHONS)" PYENV_ROOT="$(PYENV_ROOT)" XDIST="$(XDIST)" INSTALL_JOBS="$(PYTHONS_INSTALL_JOBS)" \
 		PYTEST_ARGS="$(PYTEST_ARGS)" bash tests/wheel/test_pythons.sh
 
 # --------------------------------------------------------------------------- documentation
@@ -231,6 +234,10 @@ $(DOCS_VENV)/.installed: pyproject.toml docs/requirements.txt
 docs: $(DOCS_VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir site
 	$(DOCS_VENV)/bin/python docs/check_reference.py site
+
+# Every suite's venv (not .venv, make test's own, nor the test-pythons ones: those need the wheel).
+venvs: $(OLDEST_VENV)/.installed $(INTEROP_VENV)/.installed $(CLOUD_VENV)/.installed \
+	$(CLUSTER_VENV)/.installed $(ENGINES_VENV)/.installed $(BUILD_VENV)/.installed $(DOCS_VENV)/.installed
 
 clean:
 	rm -rf $(VENV) $(OLDEST_VENV) $(INTEROP_VENV) $(CLOUD_VENV) $(CLUSTER_VENV) $(BENCH_VENV) $(FUZZ_VENV) $(BUILD_VENV) $(DOCS_VENV) .venv-py3.* build dist site *.egg-info demo-out

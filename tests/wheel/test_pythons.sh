@@ -6,13 +6,17 @@
 # pytest runs from tests/ (not the repository root, so the tree's tfrecord_lite/ is not on
 # sys.path, not even in pytest-xdist's workers), and the plugin tests/wheel/installed_guard.py
 # stops the run unless tfrecord_lite comes from the venv's site-packages.
+# The venvs are installed first, INSTALL_JOBS at once (pip's work is mostly unpacking
+# and byte-compiling, so they overlap well); then the suites run one after the other, each
+# on XDIST's pytest-xdist workers. Each step's seconds are in the summary.
 # A version that is not installed here is reported as not found; if none is found, or any
-# run fails, the exit status is 1.
+# install or run fails, the exit status is 1.
 set -euo pipefail
 root=$(pwd)
 versions=${PYTHON_VERSIONS:-3.9 3.10 3.11 3.12 3.13}
 pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
-xdist=${XDIST:-}  # XDIST="-n 2" runs with pytest-xdist
+xdist=${XDIST--n 2}  # pytest-xdist workers; XDIST= runs each suite in one process
+install_jobs=${INSTALL_JOBS:-4}
 wheels=(dist/*.whl)
 [ -f "${wheels[0]}" ] || { echo "no wheel in dist/: run make dist"; exit 1; }
 wheel="$root/${wheels[0]}"
@@ -28,22 +32,52 @@ find_python() {
     return 0
 }
 
+# install VERSION PYTHON: the venv of one version, its log in .venv-pyX.Y/install.log.
+install() {
+    local v=$1 py=$2 venv="$root/.venv-py$1"
+    [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+    local pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+    # newest dependencies for this Python; then the wheel itself, always reinstalled
+    "${pip[@]}" install --upgrade --upgrade-strategy eager "$wheel[fast,image,test]" "pytest-xdist>=3" &&
+        "${pip[@]}" install --force-reinstall --no-deps "$wheel"
+}
+
 summary=()
 status=0
 ran=0
+found=()
+pids=()
+install_start=$SECONDS
 for v in $versions; do
     py=$(find_python "$v")
     if [ -z "$py" ]; then
         summary+=("python$v: not found on this machine")
         continue
     fi
+    found+=("$v")
+    mkdir -p "$root/.venv-py$v"
+    install "$v" "$py" > "$root/.venv-py$v/install.log" 2>&1 &
+    pids+=($!)
+    while [ "$(jobs -rp | wc -l)" -ge "$install_jobs" ]; do sleep 1; done
+done
+declare -A installed=()
+for i in "${!found[@]}"; do
+    v=${found[$i]}
+    if wait "${pids[$i]}"; then
+        installed[$v]=1
+    else
+        echo "== python$v: the install failed:"
+        cat "$root/.venv-py$v/install.log"
+        summary+=("python$v: the install failed")
+        status=1
+    fi
+done
+echo "== the venvs of ${found[*]:-no Python}: installed in $((SECONDS - install_start)) s"
+
+for v in "${found[@]}"; do
+    [ -n "${installed[$v]:-}" ] || continue
     venv="$root/.venv-py$v"
     start=$SECONDS
-    [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-    pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
-    # newest dependencies for this Python; then the wheel itself, always reinstalled
-    "${pip[@]}" install --upgrade --upgrade-strategy eager "$wheel[fast,image,test]" "pytest-xdist>=3"
-    "${pip[@]}" install --force-reinstall --no-deps "$wheel"
     echo "== python$v ($("$venv/bin/python" -c 'import platform; print(platform.python_version())')):" \
         "tfrecord_lite $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("tfrecord-lite-np"))')"
     log="$venv/pytest.log"
@@ -56,7 +90,7 @@ for v in $versions; do
     set -e
     ran=$((ran + 1))
     result=$(grep -E '^[=]* ?[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//')
-    summary+=("python$v: ${result:-no result} (exit $rc, $((SECONDS - start)) s with set-up)")
+    summary+=("python$v: ${result:-no result} (exit $rc, $((SECONDS - start)) s)")
     [ "$rc" -eq 0 ] || status=1
 done
 
