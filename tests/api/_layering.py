@@ -97,7 +97,7 @@ class Allowance:
 
 #: module -> its allowance. Each entry is checked against the source.
 ALLOWED_DYNAMIC: dict[str, Allowance] = {
-    "_examples._jit": Allowance(
+    "_examples._kernels": Allowance(
         "the numba kernel modules compile (or load numba's on-disk cache) when first "
         "imported, so they are imported on first use, by name, never at package import; "
         "after a cache that cannot be read, they are dropped from sys.modules and imported "

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _extract as _fastparse
-from tfrecord_lite._examples import _extracted, _jit, _layout
+from tfrecord_lite._examples import _extracted, _jit, _kernels, _layout
 from tfrecord_lite._examples import _parse as _parse_module
 
 
@@ -330,6 +330,7 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
     monkeypatch.setattr(_parse_module, "jit_extract", counting)
     monkeypatch.setattr(_jit, "AUTO_PICKS_JIT", True)
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "auto")
+    assert _kernels.wait()  # auto takes the kernels once they are loaded
     rng = random.Random(8)
     # records of many lengths (auto leaves a batch mostly of one length to numpy)
     specs = {"a": tfr.VarLenFeature(tfr.int64), "b": tfr.VarLenFeature(tfr.string)}
@@ -354,6 +355,7 @@ def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
     monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
     # auto: the compiled engine where numba is installed, for batches big enough
     assert _jit.AUTO_PICKS_JIT
+    assert _kernels.wait() == HAS_NUMBA  # (auto takes the kernels once they are loaded)
     assert _jit.engine(10**6) == ("jit" if HAS_NUMBA else "numpy")
     assert _jit.engine(1) == "numpy"  # one record never waits for a compile
     assert _jit.engine(_jit.JIT_MIN_RECORDS - 1) == "numpy"
@@ -374,6 +376,7 @@ def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_auto_leaves_records_of_one_layout_to_the_numpy_engine(monkeypatch: Any) -> None:
     monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
+    assert _kernels.wait()
     n = _jit.JIT_MIN_RECORDS * 2
     same = [
         tfr.encode_example({"image": bytes([i % 256]) * 784, "label": [i % 10]}) for i in range(n)
@@ -412,8 +415,8 @@ def test_a_corrupt_kernel_cache_is_compiled_afresh(tmp_path: Any) -> None:
         "out = tfr.parse_example(rs, spec)\n"
         "assert out['a'].values.tolist() == [v for i in range(100) for v in (i, -i)]\n"
         "assert out['b'].tolist() == [b'x' * (i % 3) for i in range(100)]\n"
-        "from tfrecord_lite._examples import _jit\n"
-        "print(_jit._kernels is not None)\n"
+        "from tfrecord_lite._examples import _kernels\n"
+        "print(_kernels.loaded())\n"
     )
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "TFRECORD_LITE_ENGINE": "jit"}
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

@@ -16,6 +16,7 @@ import pickle
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,16 @@ PARSE = (
     "out = tfr.parse_example(rs, spec)\n"
     "assert out['a'].values.tolist() == [v for i in range(100) for v in (i, -i)]\n"
     "assert out['b'].tolist() == [b'x' * (i % 3) for i in range(100)]\n"
-    "from tfrecord_lite._examples import _jit\n"
-    "assert _jit._kernels is not None\n"
-    "hits = sum(sum(d.stats.cache_hits.values()) for d in _jit._kernels.__dict__.values()\n"
+    "from tfrecord_lite._examples import _kernels\n"
+    "kern = _kernels.load()\n"
+    "hits = sum(sum(d.stats.cache_hits.values()) for d in kern.__dict__.values()\n"
     "           if hasattr(d, 'stats'))\n"
     "print('hits', hits)\n"
 )
 # Where neither the package's __pycache__ nor the user's cache folder may be written,
 # the cache goes to the temporary folder: this process cannot write the package's
 # folder, and its XDG cache home is a file.
-NO_OTHER_PLACE = "from tfrecord_lite._examples import _jit\n_jit._writable = lambda path: False\n"
+NO_OTHER_PLACE = "from tfrecord_lite._examples import _kernels\n_kernels._writable = lambda path: False\n"
 
 
 class _Mark:
@@ -200,3 +201,48 @@ def test_a_cache_dir_asked_for_that_others_may_write_is_passed_over(tmp_path: Pa
     assert out.returncode == 0, out.stderr
     assert "NUMBA_CACHE_DIR is not used for the compiled kernels" in out.stderr
     assert not list(asked.iterdir())
+
+
+AUTO_FIRST_BATCH = (
+    "import time, tfrecord_lite as tfr\n"
+    "from tfrecord_lite._examples import _jit, _kernels\n"
+    "rs = [tfr.encode_example({'a': list(range(i % 7)), 'b': b'x' * (i % 5)})\n"
+    "      for i in range(1024)]\n"
+    "spec = {'a': tfr.VarLenFeature(tfr.int64), 'b': tfr.FixedLenFeature([], tfr.string)}\n"
+    "t = time.perf_counter()\n"
+    "out = tfr.parse_example(rs, spec)\n"
+    "first = time.perf_counter() - t\n"
+    "assert out['a'].values.tolist() == [v for i in range(1024) for v in range(i % 7)]\n"
+    "print('loaded-after-first', _kernels.loaded())\n"
+    "print('first-seconds', round(first, 3))\n"
+)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
+def test_auto_never_waits_for_a_compile_and_the_cache_fills_anyway(tmp_path: Path) -> None:
+    cache = tmp_path / "cold"
+    env = _env(tmp_path, NUMBA_CACHE_DIR=str(cache))
+    del env["TFRECORD_LITE_ENGINE"]  # auto
+    # A short process: its first batch goes through the NumPy engine (no compile in
+    # its way), and it exits at once; the kernels compile in a process of their own,
+    # which fills the cache.
+    out = _run(AUTO_FIRST_BATCH, env)
+    assert out.returncode == 0, out.stderr
+    assert "loaded-after-first False" in out.stdout
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(cache.rglob("_jit_kernels.*.nbi"))) < 1:
+        time.sleep(0.5)
+    assert list(cache.rglob("_jit_kernels.*.nbi")), "the compile left no cache behind"
+    # A later process finds the cache filled: loading it in the background is quick,
+    # and auto takes the kernels once they are there.
+    later = _run(
+        AUTO_FIRST_BATCH
+        + "assert _kernels.wait(timeout=60)\n"
+        + "assert _jit.engine(1024) == 'jit'\n"
+        + "kern = _kernels.load()\n"
+        + "print('hits', sum(sum(d.stats.cache_hits.values()) for d in kern.__dict__.values()\n"
+        + "                  if hasattr(d, 'stats')))\n",
+        env,
+    )
+    assert later.returncode == 0, later.stderr
+    assert int(later.stdout.split()[-1]) > 0

@@ -53,7 +53,15 @@ from ._build import (
     _where,
 )
 from ._jit import engine
-from ._jit_encode import BYTES, FEATURE, FLOATS, INTS, jit_framed, jit_records
+from ._jit_encode import (
+    BYTES,
+    ENCODE_KERNELS,
+    FEATURE,
+    FLOATS,
+    INTS,
+    jit_framed,
+    jit_records,
+)
 from ._wire import (
     _encode_varints_array,
     encode_varint,
@@ -423,7 +431,7 @@ def encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
         return [b"\x0a\x00"] * n
     groups = _row_groups(cols, n)
     # (records of one size are copied here as fast as built there: NumPy for those)
-    if (groups is None or len(groups) > 1) and engine(n) == "jit":
+    if (groups is None or len(groups) > 1) and engine(n, ENCODE_KERNELS) == "jit":
         records = jit_records(cols, n)
         if records is not None:
             return records
@@ -449,7 +457,7 @@ def _encode_columns_framed(columns: Mapping[str, Any], n: int) -> FramedRecords:
         return FramedRecords(b"", 0)
     if not cols:
         return FramedRecords(encode_records([b"\x0a\x00"] * n), n)
-    if engine(n) == "jit":
+    if engine(n, ENCODE_KERNELS) == "jit":
         built = jit_framed(cols, n)
         if built is not None:
             return built

@@ -22,36 +22,25 @@ it. Bytes values repeated in a column (categorical strings) are cut out once
 :mod:`._jit_kernels`) and release the GIL, so threads can parse chunks at once
 (:func:`~._threads.parse_chunks`).
 
-Nothing compiles at ``import tfrecord_lite``: numba is imported, and the kernels
-compiled or loaded from numba's on-disk cache, the first time a batch needs them.
-The cache sits beside the package; where that directory is read-only, in
-``~/.cache/tfrecord_lite/numba``, and where neither can be written, in
-``<tmp>/tfrecord_lite-numba-<uid>``. numba reads its index files with ``pickle``, so
-a cache directory is used only if no other user can have written to it (see
-:func:`_cache_dir`): one another user owns or may write to is never read. A cache
-that cannot be read (corrupt, or written by another numba) is removed and written
-afresh; should compiling fail too, the ``numpy`` engine is used for the rest of the
-process (with one ``RuntimeWarning``).
+Nothing compiles at ``import tfrecord_lite``: the kernels are compiled, or read from
+numba's on-disk cache, the first time a batch needs them, in the background for
+``auto`` (:mod:`._kernels` says how, and where the cache may be kept).
 """
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import importlib.util
 import os
-import shutil
-import tempfile
-import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
 
-from .._files import UnsafeDirectoryError, private_directory, why_unsafe
 from ._extract import _record_lengths
 from ._extracted import FastColumn, _contiguous
+from ._kernels import jit_available, loaded, warm
+from ._kernels import load as _load
 from ._schema import DType
 from ._walk import _bytes_objects
 from ._walk_sequences import SequenceColumns
@@ -73,39 +62,23 @@ JIT_MIN_RECORDS = 64
 AUTO_PICKS_JIT = True
 
 _KIND_OF = {"string": 1, "float32": 2, "int64": 3}
-_lock = threading.Lock()
-_kernels: Any = None  # (the Example kernels, once loaded)
-_KERNEL_MODULES = ("_jit_kernels", "_jit_sequences", "_jit_encode_kernels", "_jit_encode_crc")
-_modules: dict[str, Any] = {}
-_broken: Optional[str] = None
 
 
-_found: Optional[bool] = None
+def engine(n: int, kernels: tuple[str, ...] = ("_jit_kernels",)) -> str:
+    """The engine for a batch of ``n`` records: ``"jit"`` or ``"numpy"``.
 
-
-def _numba_found() -> bool:
-    """Whether numba can be imported (found once, without importing it; an import
-    hook that refuses it counts as not installed)."""
-    global _found
-    if _found is None:
-        try:
-            _found = importlib.util.find_spec("numba") is not None
-        except (ImportError, ValueError):
-            _found = False
-    return _found
-
-
-def jit_available() -> bool:
-    """Whether numba is installed (found without importing it)."""
-    return _broken is None and _numba_found()
-
-
-def engine(n: int) -> str:
-    """The engine for a batch of ``n`` records: ``"jit"`` or ``"numpy"``."""
+    ``auto`` picks ``jit`` only once ``kernels`` (the kernel modules the caller runs)
+    are loaded: until then the batch goes through the NumPy engine and the kernels
+    load in the background (:func:`~._kernels.warm`), so no batch waits for a
+    compile. A forced ``jit`` loads them first, waiting."""
     forced = os.environ.get(ENGINE_VARIABLE, "").strip().lower()
     if forced in ("", "auto"):
-        use = AUTO_PICKS_JIT and n >= JIT_MIN_RECORDS and jit_available()
-        return "jit" if use else "numpy"
+        if not (AUTO_PICKS_JIT and n >= JIT_MIN_RECORDS and jit_available()):
+            return "numpy"
+        if loaded(*kernels):
+            return "jit"
+        warm(*kernels)
+        return "numpy"
     if forced == "numpy":
         return "numpy"
     if forced == "jit":
@@ -128,147 +101,6 @@ def engine_for(records: Sequence[bytes]) -> str:
         return chosen
     lengths = _record_lengths(records)
     return "numpy" if np.count_nonzero(lengths == lengths[0]) * 2 >= len(lengths) else "jit"
-
-
-def _writable(path: str) -> bool:
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path):
-            return True
-    except OSError:
-        return False
-
-
-def _warn(message: str) -> None:
-    warnings.warn(f"tfrecord_lite: {message}", RuntimeWarning, stacklevel=4)
-
-
-def _fresh_dir() -> str:
-    """A cache directory of this process's own (``mkdtemp``: 0700), removed when it
-    exits: nothing is left behind in the temporary folder."""
-    fresh = tempfile.mkdtemp(prefix="tfrecord_lite-numba-")
-    atexit.register(shutil.rmtree, fresh, True)
-    return fresh
-
-
-def _cache_dir() -> Optional[str]:
-    """The directory to give numba for the kernels' cache (None: the package's own
-    ``__pycache__``, which numba picks by itself).
-
-    numba reads a cache's index files with ``pickle``, so only a directory no other
-    user can have written to is used (:func:`~tfrecord_lite._files.private_directory`):
-    ``NUMBA_CACHE_DIR`` when set, else the package's ``__pycache__`` when this user
-    may write to it, else ``$XDG_CACHE_HOME/tfrecord_lite/numba`` (``~/.cache/...``),
-    else ``<tmp>/tfrecord_lite-numba-<uid>`` (created 0700). One that another user
-    owns or may write to is passed over, with a ``RuntimeWarning`` when it was the
-    one asked for or the last one left (the kernels then compile into a directory
-    of this process's own)."""
-    import numba
-
-    config: Any = numba.config
-    if config.CACHE_DIR:
-        try:
-            return private_directory(config.CACHE_DIR)
-        except UnsafeDirectoryError as err:
-            _warn(f"NUMBA_CACHE_DIR is not used for the compiled kernels: {err}")
-            return _fresh_dir()
-        except OSError:
-            return _fresh_dir()
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-    if _writable(here) and why_unsafe(here) is None:
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    try:
-        user = os.path.join(base, "tfrecord_lite", "numba")
-        if os.path.isabs(user):
-            return private_directory(user)
-    except OSError:
-        pass  # no home to write to (a service user): the temporary folder
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    shared = os.path.join(tempfile.gettempdir(), f"tfrecord_lite-numba-{uid}")
-    try:
-        return private_directory(shared)
-    except UnsafeDirectoryError as err:
-        _warn(f"{err}; the kernels compile into a directory of this process's own")
-    except OSError:
-        pass
-    return _fresh_dir()
-
-
-def _forget(where: Optional[str]) -> bool:
-    """Remove this package's kernels from the cache at ``where`` (None: the package's
-    ``__pycache__``), so that they are compiled and cached afresh; False when they
-    cannot be removed. Only the kernels' own files go (``<module>.*.nbi`` / ``.nbc``),
-    and only from a directory :func:`_cache_dir` accepted as this user's."""
-    root = where or os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-    prefixes = tuple(f"{m}." for m in _KERNEL_MODULES)
-    try:
-        for folder, _dirs, files in os.walk(root):
-            for name in files:
-                if name.startswith(prefixes) and name.endswith((".nbi", ".nbc")):
-                    os.unlink(os.path.join(folder, name))
-    except OSError:
-        return False
-    return True
-
-
-def _import_kernels(name: str, where: Optional[str]) -> Any:
-    """Import (compile or load) kernel module ``name`` with numba's cache at ``where``
-    (None: numba's own choice); numba's setting is restored afterwards, so the user's
-    own cached functions are not put there."""
-    import sys
-
-    import numba
-
-    config: Any = numba.config
-    before = config.CACHE_DIR
-    for stale in _KERNEL_MODULES:  # a module whose import failed half-way
-        if stale not in _modules:
-            sys.modules.pop(f"{__package__}.{stale}", None)
-    if where is not None:
-        config.CACHE_DIR = where
-    try:
-        return importlib.import_module(f"{__package__}.{name}")
-    finally:
-        config.CACHE_DIR = before
-
-
-def _load(name: str = "_jit_kernels") -> Any:
-    """A module of compiled kernels (compiled now, or read from the cache):
-    ``_jit_kernels`` (Examples) or ``_jit_sequences`` (SequenceExamples, loaded
-    only when those are parsed), or the writer's (:mod:`._jit_encode`).
-
-    A cache that cannot be read (damaged, or written by another numba) is removed
-    and the kernels are compiled into it afresh, so later processes load them again;
-    where it cannot be removed, they compile into a directory of this process's own."""
-    global _kernels, _broken
-    module = _modules.get(name)
-    if module is not None:
-        return module
-    with _lock:
-        module = _modules.get(name)
-        if module is not None:
-            return module
-        where = _cache_dir()
-        try:
-            module = _import_kernels(name, where)
-        except Exception as first:  # an unreadable cache: compile without it
-            try:
-                retry = where if _forget(where) else _fresh_dir()
-                module = _import_kernels(name, retry)
-            except Exception as err:
-                _broken = f"{type(first).__name__}: {first}; then {type(err).__name__}: {err}"
-                warnings.warn(
-                    f"tfrecord_lite: the compiled engine is off ({_broken}); parsing and "
-                    "writing go on with the numpy engine",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-                raise
-        _modules[name] = module
-        if name == "_jit_kernels":
-            _kernels = module
-    return module
 
 
 _M64 = 0xFFFFFFFFFFFFFFFF

@@ -34,10 +34,10 @@ from .._record import (
     footer_of_crc,
     record_header,
 )
-from ._jit import _load
 from ._jit_encode_kinds import BYTES, FEATURE, FLOATS, INTS
+from ._kernels import load as _load
 
-__all__ = ["BYTES", "FEATURE", "FLOATS", "INTS", "jit_framed", "jit_records"]
+__all__ = ["BYTES", "ENCODE_KERNELS", "FEATURE", "FLOATS", "INTS", "jit_framed", "jit_records"]
 
 
 class EncodeColumn(Protocol):
@@ -78,6 +78,8 @@ def _crc_instruction() -> bool:
 
 
 _tables: Optional[np.ndarray] = None
+#: The kernel modules the compiled writer runs.
+ENCODE_KERNELS = ("_jit_encode_crc", "_jit_encode_kernels")
 
 
 def crc_kernels() -> tuple[Any, np.ndarray]:

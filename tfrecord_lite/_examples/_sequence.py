@@ -268,7 +268,7 @@ def _fast_sequence_columns(
         return None
     found = None
     n = len(records)
-    if n and enabled() and engine(n) == "jit":
+    if n and enabled() and engine(n, ("_jit_kernels", "_jit_sequences")) == "jit":
         found = jit_extract_sequences(records, *plan.jit_tables)
     if found is None:
         found = extract_sequences(records, plan.context_needed, plan.list_needed, plan.tables)
