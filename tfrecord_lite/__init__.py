@@ -109,6 +109,7 @@ from ._examples import (
 from ._files import (
     FileInUseError,
     IncompleteShardSetError,
+    InvalidManifestError,
     NotATFRecordError,
     RandomAccessError,
     ShardedWriter,
@@ -158,6 +159,7 @@ __all__ = [
     "GraphOnlyError",
     "ImageFolderSummary",
     "IncompleteShardSetError",
+    "InvalidManifestError",
     "NotATFRecordError",
     "NotExampleError",
     "ParseError",

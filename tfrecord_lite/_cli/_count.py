@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .._files import Damage, SalvageInfo, salvage_file
+from .._files import Damage, IncompleteShardSetError, SalvageInfo, check_shard_records, salvage_file
 from ._common import (
     EXIT_DATA,
     EXIT_OK,
@@ -34,6 +34,11 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                     say(bar, damage_line(item, path, bool(info.compression)), err=True)
                 else:
                     n += 1
+            try:  # a shard of a complete set: the count its manifest lists
+                check_shard_records(path, n)
+            except IncompleteShardSetError as err:
+                problems += 1
+                say(bar, str(err), err=True)
             total += n
             say(bar, f"{n} {path}")
     if len(paths) > 1:

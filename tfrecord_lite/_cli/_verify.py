@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import example_pb2
 from .._examples import KindProbe
-from .._files import Damage, SalvageInfo, salvage_file
+from .._files import Damage, IncompleteShardSetError, SalvageInfo, check_shard_records, salvage_file
 from ._common import (
     EXIT_DATA,
     EXIT_OK,
@@ -69,6 +69,11 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                         f"{path}: record {item.index}, {where} {item.offset}: not a "
                         f"tf.train.Example or SequenceExample ({why})",
                     )
+            try:  # a shard of a complete set: the count its manifest lists
+                check_shard_records(path, good)
+            except IncompleteShardSetError as err:
+                problems += 1
+                say(bar, str(err))
             kind = probe.result()
             if not kind.is_example and not unparsed:  # Examples only by accident
                 problems += 1

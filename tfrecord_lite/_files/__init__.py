@@ -24,7 +24,12 @@ from ._private import UnsafeDirectoryError, private_directory, why_unsafe
 from ._reader import TFRecordReader, open
 from ._salvage import Damage, Record, SalvageInfo, salvage, salvage_file
 from ._sharded import ShardedWriter
-from ._shardset import IncompleteShardSetError, check_shard_set
+from ._shardset import (
+    IncompleteShardSetError,
+    InvalidManifestError,
+    check_shard_records,
+    check_shard_set,
+)
 from ._sniff import NotATFRecordError, check_start, detect_compression, sniff_format
 from ._stream import READ_BLOCK_SIZE, read_batches, read_records
 from ._writer import FileInUseError, TFRecordWriter
@@ -34,6 +39,7 @@ __all__ = [
     "Damage",
     "FileInUseError",
     "IncompleteShardSetError",
+    "InvalidManifestError",
     "NotATFRecordError",
     "PathOrFile",
     "RandomAccessError",
@@ -48,6 +54,7 @@ __all__ = [
     "TFRecordReader",
     "TFRecordWriter",
     "UnsafeDirectoryError",
+    "check_shard_records",
     "check_shard_set",
     "check_start",
     "create_index",

@@ -19,6 +19,7 @@ from ._handles import Closing, close_quietly, describe, open_binary
 from ._options import TFRecordOptions, wrong_compression
 from ._paths import PathOrFile, is_file_object
 from ._reader import ListHandout, TFRecordReader
+from ._shardset import check_shard_records
 from ._sniff import SNIFF_BYTES, check_start, detect_compression
 from ._stream import read_batches
 
@@ -230,6 +231,8 @@ class _PlainTail:
                 if not block:
                     if d.pending:
                         self._raise_truncated()
+                    if self._owns:  # a shard of a complete set: its listed count
+                        check_shard_records(self._path, d.index)
                     return []
                 d.feed(block)
                 out = d.records()

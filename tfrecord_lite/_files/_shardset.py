@@ -21,98 +21,115 @@ they are: nothing can be told about them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any, Optional
+from collections.abc import Iterable
+from typing import Optional
 
-from .._errors import DataLossError
 from . import _fs
+from ._manifest import (
+    MANIFEST_SUFFIX,
+    SHARD_NAME,
+    IncompleteShardSetError,
+    InvalidManifestError,
+    Manifest,
+    manifest_path,
+    read_manifest,
+    write_manifest,
+)
 
 __all__ = [
     "MANIFEST_SUFFIX",
     "IncompleteShardSetError",
+    "InvalidManifestError",
+    "check_shard_records",
     "check_shard_set",
+    "expected_records",
     "manifest_path",
     "write_manifest",
 ]
 
-#: The end of every manifest's name.
-MANIFEST_SUFFIX = ".shards.json"
-#: The format tag inside a manifest.
-FORMAT = "tfrecord-lite shard set"
-
-_SHARD = re.compile(r"^(?P<name>.+)-(?P<index>\d{5,})-of-(?P<count>\d{5,})(?P<suffix>.*)$")
+_SHARD = SHARD_NAME
 _MANIFEST = re.compile(r"^_(?P<set>.+)" + re.escape(MANIFEST_SUFFIX) + "$")
 
-
-class IncompleteShardSetError(DataLossError):
-    """A shard set written by :class:`~tfrecord_lite.ShardedWriter` is not complete: the
-    job that wrote it did not finish (its manifest says so), or the shards found are
-    not the ones its manifest lists. ``path`` is the manifest."""
-
-
-def manifest_path(prefix: str, suffix: str = "") -> str:
-    """The manifest of the shard set ``prefix-NNNNN-of-NNNNN<suffix>``."""
-    directory, name = _fs.split(prefix)
-    base = f"_{name}{suffix}{MANIFEST_SUFFIX}"
-    return _fs.join(directory, base) if _fs.is_url(prefix) else os.path.join(directory, base)
-
-
-def write_manifest(
-    prefix: str, suffix: str, shards: Optional[Sequence[tuple[str, int]]] = None
-) -> str:
-    """Write the set's manifest atomically: not complete (``shards=None``), or complete
-    with each shard's name (a base name) and record count."""
-    body: dict[str, Any] = {"format": FORMAT, "version": 1, "complete": shards is not None}
-    if shards is not None:
-        body["shards"] = [{"name": n, "records": r} for n, r in shards]
-    dest = manifest_path(prefix, suffix)
-    out = _fs.open_write(dest, atomic=True)
-    try:
-        out.file.write(json.dumps(body, indent=1).encode("utf-8") + b"\n")
-    except BaseException:
-        out.discard()
-        raise
-    out.commit()
-    return dest
-
-
-def _read(manifest: str) -> Optional[dict[str, Any]]:
-    """The manifest's content, or None when it is not there (or not one of ours)."""
-    try:
-        with _fs.open_read(manifest) as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = None
-    if not isinstance(body, dict) or body.get("format") != FORMAT:
-        raise IncompleteShardSetError(
-            f"the shard set manifest {str(manifest)!r} is damaged (not a manifest written "
-            "by ShardedWriter): the set cannot be told complete. Rewrite the set, or delete "
-            "the manifest if you know the shards are whole",
-            path=manifest,
-        )
-    return body
+#: How many shards' expected record counts are kept (the oldest go first).
+MAX_EXPECTED = 1_000_000
+#: shard path -> (records its complete manifest lists, the manifest).
+_expected: dict[str, tuple[int, str]] = {}
 
 
 def _set_name(directory: str, name: str, suffix: str) -> str:
     return str(_fs.join(directory, f"{name}-NNNNN-of-NNNNN{suffix}"))
 
 
+def _key(path: str) -> str:
+    return str(path) if _fs.is_url(path) else os.path.abspath(path)
+
+
+def expected_records(path: object) -> Optional[int]:
+    """The records the complete manifest of ``path``'s shard set lists for it, if this
+    process has checked that set (:func:`check_shard_set`), else None."""
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    got = _expected.get(_key(os.fspath(path)))
+    return None if got is None else got[0]
+
+
+def check_shard_records(path: object, records: int) -> None:
+    """Raise :class:`IncompleteShardSetError` if ``path`` is a shard of a complete set
+    checked by :func:`check_shard_set` and its manifest lists another record count for
+    it than ``records`` (the count read). Readers call it once a shard is read to its
+    end; shards of no such set pass."""
+    if not isinstance(path, (str, os.PathLike)):
+        return
+    name = os.fspath(path)
+    key = _key(name)
+    got = _expected.get(key)
+    if got is None or got[0] == records:
+        return
+    manifest = got[1]
+    # The set may have been written again since it was checked: ask the manifest.
+    body = read_manifest(manifest)
+    base = _fs.split(name)[1]
+    entry = None
+    if body is not None and body.complete:
+        entry = next((s for s in body.shards if s.name == base), None)
+    if entry is None or entry.records == records:
+        _expected.pop(key, None)
+        return
+    _expected[key] = (entry.records, manifest)
+    what = "fewer" if records < entry.records else "more"
+    raise IncompleteShardSetError(
+        f"the shard {name!r} holds {records} records, {what} than the {entry.records} its "
+        f"set's manifest {str(manifest)!r} lists: it was cut short, emptied or replaced "
+        "after the set was written. Write the set again (or restore the shard)",
+        path=name,
+        index=records,
+    )
+
+
+def _remember(directory: str, body: Manifest, found: set[str]) -> None:
+    for s in body.shards:
+        if s.name in found:
+            if len(_expected) >= MAX_EXPECTED:
+                _expected.pop(next(iter(_expected)))
+            _expected[_key(_fs.join(directory, s.name))] = (s.records, body.path)
+
+
 def check_shard_set(
     paths: Iterable[object], manifests: Iterable[str] = (), *, whole: bool = True
 ) -> None:
     """Raise :class:`IncompleteShardSetError` if the files ``paths`` hold part of a shard
-    set whose manifest says it is not complete, or lists other shards than the ones
-    among ``paths``. ``whole=False`` (a glob, which may pick some shards on purpose):
+    set whose manifest says it is not complete, lists other shards than the ones
+    among ``paths``, or (local files) gives another size in bytes for a shard than its
+    file has. ``whole=False`` (a glob, which may pick some shards on purpose):
     shards the manifest lists may be left out, but none it does not list may be there.
     ``manifests``: more manifests to check (those of a directory being read: a set none
-    of whose shards has its final name yet is incomplete too).
+    of whose shards has its final name yet is incomplete too). A manifest that cannot
+    be one is an :class:`InvalidManifestError`.
+
+    The record counts of a complete set's shards are kept: readers check each shard's
+    count once it is read to its end (:func:`check_shard_records`).
 
     File objects and names that are not shard names are passed over; sets without a
     manifest are taken as they are.
@@ -130,29 +147,32 @@ def check_shard_set(
     for (directory, name, suffix), found in sorted(groups.items()):
         manifest = manifest_path(_fs.join(directory, name), suffix)
         seen.add(str(manifest))
-        body = _read(manifest)
+        body = read_manifest(manifest)
         if body is not None:
-            _check(body, manifest, _set_name(directory, name, suffix), found, whole)
+            _check(body, _set_name(directory, name, suffix), found, whole)
+            _check_sizes(body, directory, found)
+            _remember(directory, body, found)
     for manifest in manifests:
         if str(manifest) in seen:
             continue
         m = _MANIFEST.match(_fs.split(manifest)[1])
-        body = _read(manifest) if m is not None else None
-        if body is not None and not body.get("complete"):
+        body = read_manifest(manifest) if m is not None else None
+        if body is not None and not body.complete:
             directory = _fs.split(manifest)[0]
             what = str(_fs.join(directory, m.group("set") + "-*"))  # type: ignore[union-attr]
-            _check(body, manifest, what, set(), whole)
+            _check(body, what, set(), whole)
 
 
-def _check(body: dict[str, Any], manifest: str, what: str, found: set[str], whole: bool) -> None:
-    if not body.get("complete"):
+def _check(body: Manifest, what: str, found: set[str], whole: bool) -> None:
+    manifest = body.path
+    if not body.complete:
         raise IncompleteShardSetError(
             f"the shard set {what} is incomplete: the ShardedWriter job that wrote it did not "
             f"finish (its manifest {str(manifest)!r} says so; {len(found)} of its shards are "
             "under final names). Run the job again, or read the shards you trust by name",
             path=manifest,
         )
-    listed = {str(s.get("name")) for s in body.get("shards", []) if isinstance(s, dict)}
+    listed = {s.name for s in body.shards}
     if found != listed and (whole or not found <= listed):
         missing = sorted(listed - found) if whole else []
         other = sorted(found - listed)
@@ -167,3 +187,24 @@ def _check(body: dict[str, Any], manifest: str, what: str, found: set[str], whol
             "were removed or added after it was written: write the set again",
             path=manifest,
         )
+
+
+def _check_sizes(body: Manifest, directory: str, found: set[str]) -> None:
+    """Each local shard's size against the manifest's (one ``stat`` a shard)."""
+    if _fs.is_url(directory):
+        return
+    for s in body.shards:
+        if s.size is None or s.name not in found:
+            continue
+        path = os.path.join(directory, s.name)
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue  # gone since it was listed: opening it says so
+        if size != s.size:
+            raise IncompleteShardSetError(
+                f"the shard {path!r} is {size} bytes, not the {s.size} its set's manifest "
+                f"{str(body.path)!r} lists: it was cut short, emptied or replaced after the "
+                "set was written. Write the set again (or restore the shard)",
+                path=path,
+            )

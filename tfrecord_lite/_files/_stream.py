@@ -41,6 +41,7 @@ from ._handles import (
 from ._inflate import StreamEnd, inflate_ahead
 from ._options import TFRecordOptions, reader_compression, wrong_compression
 from ._paths import PathOrFile, is_file_object
+from ._shardset import check_shard_records
 from ._sniff import detect_compression, not_a_tfrecord, peek_start
 
 __all__ = [
@@ -285,6 +286,9 @@ def read_batches(
                 return
             yield from _decoded_batches(decoder)  # a deferred error is raised here
             yield from _batched(decoder.close())
+            if not decoder.skipped and not decoder.stopped:
+                # A shard of a complete set: as many records as its manifest lists.
+                check_shard_records(source, decoder.index)
         except TFRecordError as err:
             if requested != "auto" and found != compression and err.index in (None, 0):
                 err = wrong_compression(err, compression, found)
