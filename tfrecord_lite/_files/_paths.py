@@ -149,30 +149,64 @@ def _directory(path: str) -> list[str]:
     return files
 
 
+def _present_shards(first: str, count: int, suffix: str) -> set[int]:
+    """The indices ``i < count`` whose shard ``...-<i>-of-<count><suffix>`` is a file,
+    ``first`` being shard 0's name: one listing of the directory, never a look-up a
+    shard (``name@10000000`` costs what the directory holds, not ten million stats)."""
+    directory, base = _fs.split(first)
+    stem = base[: -len(f"-00000-of-{count:05d}{suffix}")]
+    shape = re.compile(re.escape(stem) + r"-(\d{5,})-of-" + re.escape(f"{count:05d}{suffix}") + "$")
+    found: set[int] = set()
+
+    def keep(name: str) -> Optional[int]:
+        m = shape.match(name)
+        if m is None:
+            return None
+        i = int(m.group(1))
+        return i if i < count and m.group(1) == f"{i:05d}" else None
+
+    if _fs.is_url(first):
+        try:
+            entries = _fs.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return found
+        for full, is_file in entries:
+            i = keep(_fs.split(full)[1])
+            if is_file and i is not None:
+                found.add(i)
+        return found
+    try:
+        with os.scandir(directory or ".") as listing:
+            for entry in listing:
+                i = keep(entry.name)
+                if i is not None and entry.is_file():  # follows links, like isfile
+                    found.add(i)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return found
+
+
 def _shards(path: str, prefix: str, count: int, suffix: str) -> list[str]:
     if count <= 0:
         raise ValueError(f"shard spec {str(path)!r} must name at least one shard")
-    names = [shard_name(prefix, i, count) + suffix for i in range(count)]
-    if isinstance(path, _fs.URL):
-        names = [path.with_path(n) for n in names]
-    if _fs.is_url(path):
-        directory = _fs.split(names[0])[0]
-        try:
-            present = {str(full) for full, is_file in _fs.listdir(directory) if is_file}
-        except FileNotFoundError:
-            present = set()
-        missing = [n for n in names if str(n) not in present]
-    else:
-        missing = [n for n in names if not os.path.isfile(n)]
-    if missing:
-        found = count - len(missing)
-        what = "no shard" if not found else f"only {found} of {count} shards"
+
+    def name(i: int) -> str:
+        n = shard_name(prefix, i, count) + suffix
+        return path.with_path(n) if isinstance(path, _fs.URL) else n
+
+    present = _present_shards(name(0), count, suffix)
+    if len(present) < count:
+        first_missing = 0
+        while first_missing in present:
+            first_missing += 1
+        what = "no shard" if not present else f"only {len(present)} of {count} shards"
         raise FileNotFoundError(
             2,
             f"shard spec: {what} of {prefix}-NNNNN-of-{count:05d}{suffix} found "
-            f"(first missing: {str(missing[0])!r})",
+            f"(first missing: {str(name(first_missing))!r})",
             str(path),
         )
+    names = [name(i) for i in range(count)]
     check_shard_set(names)
     return names
 
