@@ -23,7 +23,7 @@ import tfrecord_lite as tfr
 import tfrecord_lite._examples._columns as columns_mod
 import tfrecord_lite._examples._encode_columns as encode_mod
 from tfrecord_lite import example_pb2
-from tfrecord_lite._examples import _jit, _jit_encode
+from tfrecord_lite._examples import _jit, _jit_encode, _kernels
 from tfrecord_lite._examples._build import bytes_rows, encode_example, int64_feature, make_example
 from tfrecord_lite._examples._encode_columns import _encode_columns_framed, encode_columns
 
@@ -305,7 +305,7 @@ def test_without_numba_the_numpy_path_writes_the_same(monkeypatch: Any, tmp_path
     n = 300
     columns = _every_kind(n, seed=3)
     reference = tfr.encode_records(encode_example(row) for row in _rows(columns, n))
-    monkeypatch.setattr(_jit, "_found", False)
+    monkeypatch.setattr(_kernels, "_found", False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     seen = _calls(monkeypatch)
     monkeypatch.delenv(_jit.ENGINE_VARIABLE, raising=False)

@@ -186,14 +186,23 @@ def _import_kernels(name: str, where: Optional[str]) -> Any:
     if where is not None:
         config.CACHE_DIR = where
     try:
+        module: Any
         if name == "_jit_kernels":
-            from . import _jit_kernels as module
+            from . import _jit_kernels as kernels
+
+            module = kernels
         elif name == "_jit_sequences":
-            from . import _jit_sequences as module
+            from . import _jit_sequences as sequences
+
+            module = sequences
         elif name == "_jit_encode_kernels":
-            from . import _jit_encode_kernels as module
+            from . import _jit_encode_kernels as encode_kernels
+
+            module = encode_kernels
         elif name == "_jit_encode_crc":
-            from . import _jit_encode_crc as module
+            from . import _jit_encode_crc as encode_crc
+
+            module = encode_crc
         else:
             raise ValueError(f"no kernel module {name!r}; expected one of {KERNEL_MODULES}")
         return module
