@@ -9,6 +9,7 @@ their Examples and SequenceExamples seed the parser targets.
 from __future__ import annotations
 
 import gzip
+import json
 import sys
 import zlib
 from pathlib import Path
@@ -70,6 +71,26 @@ def seeds() -> dict[str, list[bytes]]:
         for sel in range(len(_common.SEQUENCE_SPECS))
         for flags in (0, 1)
     ]
+    out["fuzz_manifest"] = _manifest_seeds()
+    return out
+
+
+def _manifest_seeds() -> list[bytes]:
+    """A complete manifest of the target's set, an incomplete one, and hostile ones."""
+    shards = [
+        {"name": f"train-{i:05d}-of-00003", "records": 2, "bytes": 2 * (16 + 5)} for i in range(3)
+    ]
+    head = {"format": "tfrecord-lite shard set", "version": 1}
+    bodies: list[object] = [
+        {**head, "complete": True, "shards": shards},
+        {**head, "complete": False},
+        {**head, "complete": "false"},
+        {**head, "complete": True, "shards": None},
+        {**head, "complete": True, "shards": [{**shards[0], "records": 1}, *shards[1:]]},
+        {**head, "complete": True, "shards": [{**shards[0], "name": "../x-00000-of-00003"}]},
+    ]
+    out = [json.dumps(b).encode() for b in bodies]
+    out += [b"[" * 5000 + b"]" * 5000, b"", b"\xff\xfe", b'{"format": 1e999}']
     return out
 
 

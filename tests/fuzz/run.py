@@ -30,6 +30,7 @@ TARGETS = [
     "fuzz_parse_example",
     "fuzz_parse_sequence_example",
     "fuzz_infer_schema",
+    "fuzz_manifest",
 ]
 
 

@@ -63,6 +63,7 @@ from .._record import RECORD_OVERHEAD, as_buffer
 from . import _fs
 from ._handles import create_parent, named_for
 from ._index import write_index
+from ._lockfile import PathLock
 from ._options import TFRecordOptions
 from ._paths import shard_name
 from ._shardset import manifest_path, write_manifest
@@ -172,9 +173,22 @@ class ShardedWriter:
         #: The set's manifest (see :mod:`tfrecord_lite._files._shardset`): written now as
         #: not complete, replaced by the complete one when :meth:`close` has finished.
         self.manifest_path = manifest_path(self.prefix, suffix)
+        self._set_lock: Optional[PathLock] = None
+        with named_for(self.prefix, self.manifest_path):
+            create_parent(self.manifest_path)
+        if not _fs.is_url(self.prefix):
+            # One writer of a set at a time, for this writer's whole life: a second one is
+            # refused here, before it writes, truncates or removes anything.
+            head, tail = os.path.split(self.prefix)
+            lock = os.path.join(head, f".{tail}{suffix}.shards.lock")
+            with named_for(self.prefix, lock):
+                self._set_lock = PathLock(
+                    lock,
+                    self.prefix,
+                    "Write to another prefix, or wait until the first writer is closed",
+                )
         try:
             with named_for(self.prefix, self.manifest_path):
-                create_parent(self.manifest_path)
                 write_manifest(self.prefix, suffix)
             if self._num_shards is not None:
                 for i in range(self._num_shards):
@@ -282,30 +296,36 @@ class ShardedWriter:
             if self._closed:
                 return list(self.paths)
             self._closed = True
-            for shard in self._open:
-                shard.writer.close()
-            shards = self._done + self._open
-            if not shards:  # sequential mode, nothing written: one empty, valid shard
-                empty = self._new_shard(0)
-                empty.writer.close()
-                shards = [empty]
-            self._done, self._open = [], []
-            total = len(shards)
-            for i, shard in enumerate(shards):
-                final = shard_name(self.prefix, i, total) + self.suffix
-                if shard.tmp_path != final:
-                    _fs.rename(shard.tmp_path, final)
-                self.paths.append(final)
-                self.shard_records.append(shard.records)
-                if shard.offsets is not None:
-                    offsets = np.frombuffer(shard.offsets, dtype=np.int64)
-                    lengths = np.diff(np.append(offsets, np.int64(shard.bytes)))
-                    table = np.stack([offsets, lengths], axis=1)
-                    self.index_paths.append(write_index(final + ".index", table))
-            # Last: the manifest that says the set is complete.
-            names = [_fs.split(p)[1] for p in self.paths]
-            write_manifest(self.prefix, self.suffix, list(zip(names, self.shard_records)))
-            return list(self.paths)
+            try:
+                return self._finish()
+            finally:
+                self._release()
+
+    def _finish(self) -> list[str]:
+        for shard in self._open:
+            shard.writer.close()
+        shards = self._done + self._open
+        if not shards:  # sequential mode, nothing written: one empty, valid shard
+            empty = self._new_shard(0)
+            empty.writer.close()
+            shards = [empty]
+        self._done, self._open = [], []
+        total = len(shards)
+        for i, shard in enumerate(shards):
+            final = shard_name(self.prefix, i, total) + self.suffix
+            if shard.tmp_path != final:
+                _fs.rename(shard.tmp_path, final)
+            self.paths.append(final)
+            self.shard_records.append(shard.records)
+            if shard.offsets is not None:
+                offsets = np.frombuffer(shard.offsets, dtype=np.int64)
+                lengths = np.diff(np.append(offsets, np.int64(shard.bytes)))
+                table = np.stack([offsets, lengths], axis=1)
+                self.index_paths.append(write_index(final + ".index", table))
+        # Last: the manifest that says the set is complete.
+        names = [_fs.split(p)[1] for p in self.paths]
+        write_manifest(self.prefix, self.suffix, list(zip(names, self.shard_records)))
+        return list(self.paths)
 
     def _discard(self) -> None:
         """Close and delete every temporary file (construction failed)."""
@@ -318,6 +338,13 @@ class ShardedWriter:
         self._open = []
         with contextlib.suppress(OSError):
             _fs.remove(self.manifest_path)  # nothing was written
+        self._release()
+
+    def _release(self) -> None:
+        """Give up the set's lock (another writer may open the prefix from now on)."""
+        lock, self._set_lock = self._set_lock, None
+        if lock is not None:
+            lock.release()
 
     def abort(self) -> None:
         """Close every file without renaming: the shards stay under their temporary names
@@ -334,6 +361,7 @@ class ShardedWriter:
             # No shard of this writer has a final name: there is no set to mark.
             with contextlib.suppress(OSError):
                 _fs.remove(self.manifest_path)
+            self._release()
 
     def __enter__(self) -> ShardedWriter:
         return self

@@ -121,6 +121,7 @@ class TFRecordWriter:
         self._lock = threading.Lock()
         self._file: Optional[IO[bytes]] = None
         self._owns_lock = False  # holds the flock of _open_locked (dropped in a forked child)
+        self._held: Optional[int] = None  # atomic=True: a descriptor of the file it replaces
         # Until a clean close(): a local temporary path (atomic=True), or the pending
         # upload of a URL (atomic=True, or mode="a": the object is rewritten).
         self._tmp_path: Union[str, _fs.Output, None] = None
@@ -169,9 +170,16 @@ class TFRecordWriter:
                 self._file = f
             elif atomic:
                 create_parent(target)
+                # The file it will replace, locked until then: refused if another writer has
+                # it open (its records would vanish with the rename), and none can open it.
+                self._held = _hold(target, None)
                 tmp = _temp_path(target)
-                with named_for(target, tmp):
-                    self._file = open_binary(tmp, "xb", buffering=0)
+                try:
+                    with named_for(target, tmp):
+                        self._file = open_binary(tmp, "xb", buffering=0)
+                except BaseException:
+                    self._release_held()
+                    raise
                 self._tmp_path = tmp
                 self._final_path = target
             elif _fs.is_url(target):
@@ -201,7 +209,7 @@ class TFRecordWriter:
         try:
             yield
         except OSError as err:
-            if err.filename is not None or self.path is None:
+            if err.filename is not None or self.path is None or isinstance(err, TFRecordError):
                 raise
             if self._tmp_path is not None or getattr(self, "_final_path", None) is not None:
                 kept = "nothing was kept under that name (the temporary file is removed)"
@@ -367,7 +375,18 @@ class TFRecordWriter:
                 if self._owns_file:
                     f.close()
                 if tmp is not None:
-                    _commit(tmp, self._final_path, done)
+                    try:
+                        if isinstance(tmp, str) and done:
+                            self._held = _hold(self._final_path, self._held, kept=tmp)
+                        _commit(tmp, self._final_path, done)
+                    finally:
+                        self._release_held()
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(OSError):
+                os.close(held)
 
     def _discard(self) -> None:
         """Close an atomic writer without committing: its temporary file is removed."""
@@ -383,6 +402,7 @@ class TFRecordWriter:
             try:
                 f.close()
             finally:
+                self._release_held()
                 if self._pid == os.getpid():
                     _remove_quietly(tmp)
 
@@ -446,6 +466,56 @@ def _open_locked(path: str, *, append: bool) -> IO[bytes]:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _hold(path: str, held: Optional[int], kept: Optional[str] = None) -> Optional[int]:
+    """Lock the file at ``path`` that an atomic writer will replace (``held``: the
+    descriptor it locked before, kept when ``path`` still names that file); None when
+    there is no file there. Another writer holding it is :class:`FileInUseError`:
+    replacing the file would silently drop every record it writes. ``kept``: the
+    finished temporary file, kept (and named) when the final name is refused at close."""
+    if held is not None:
+        try:
+            now, mine = os.stat(path), os.fstat(held)
+            if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                return held
+        except OSError:
+            pass
+        os.close(held)  # the name leads elsewhere now: check the file there
+    if fcntl is None:  # pragma: no cover - not POSIX: no lock
+        return None
+    flags = os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    for mode in (os.O_RDONLY, os.O_WRONLY):
+        try:
+            fd = os.open(path, flags | mode)
+            break
+        except PermissionError:
+            continue
+        except OSError:  # no file there (or no regular one): nothing to hold
+            return None
+    else:
+        return None  # neither readable nor writable: no TFRecordWriter of ours has it
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        if kept is None:
+            what = "nothing was written"
+        else:
+            what = f"the records written are kept in {kept!r}: rename it onto the path later"
+        raise FileInUseError(
+            "another TFRecordWriter (in this process or another) has this file open: "
+            "replacing it (atomic=True) would silently drop its records, so it is not "
+            f"replaced; {what}. Close the other writer first, or write to another path",
+            path=path,
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _record_buffer(record: object) -> Union[bytes, bytearray, memoryview]:
@@ -517,6 +587,13 @@ def _after_fork_in_child() -> None:
     # buffers hold the parent's records, which must not be written twice.
     for writer in list(_OPEN_WRITERS):
         writer._tmp_path = None  # never remove the parent's temporary file
+        if writer._held is not None:  # atomic=True: the lock on the file it will replace
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_RDONLY)
+                try:
+                    os.dup2(null, writer._held)
+                finally:
+                    os.close(null)
         if writer._owns_lock and writer._file is not None:
             # The flock belongs to the open file description the child shares: point the
             # child's descriptor at /dev/null so the parent's close() releases the lock.
