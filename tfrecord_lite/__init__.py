@@ -66,6 +66,7 @@ from ._errors import (
 )
 from ._examples import (
     DType,
+    FeatureSpec,
     FeatureStats,
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -152,6 +153,7 @@ __all__ = [
     "CorruptRecordError",
     "DType",
     "DataLossError",
+    "FeatureSpec",
     "FeatureStats",
     "FileInUseError",
     "FixedLenFeature",

@@ -21,15 +21,16 @@ Only TensorFlow's three record dtypes exist: :data:`int64`, :data:`float32` and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Optional, Union
 
 import numpy as np
 
 __all__ = [
     "DType",
     "FeatureSpec",
+    "FeatureSpecBase",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "RaggedFeature",
@@ -208,13 +209,98 @@ def _check_dims(shape: Any, spec: str, positive: bool) -> None:
             )
 
 
-class _FixedLenFeatureFields(NamedTuple):
-    shape: Any
+class FeatureSpecBase:
+    """Any feature spec: ``tfr.FeatureSpec`` is what a feature dict maps its keys to.
+
+    Annotate a feature dict as ``dict[str, tfr.FeatureSpec]``; at run time every spec
+    (``FixedLenFeature``, ``VarLenFeature``, ``FixedLenSequenceFeature``,
+    ``SparseFeature``, ``RaggedFeature``) is an instance of it. For a type checker it is
+    the union of those classes. The specs are NamedTuples, as in TensorFlow (but
+    ``RaggedFeature``), and a type checker joins NamedTuples of different classes to a
+    bare ``tuple``: the documented ``{"a": tfr.FixedLenFeature([], tfr.string), "b":
+    tfr.VarLenFeature(tfr.float32)}``, with no annotation, would be a ``dict[str,
+    tuple[Any, ...]]`` that no function taking features accepts. So type checkers are
+    told the NamedTuple specs derive from this class (through ``_SpecTuple``, which has
+    the tuple methods), the join of the spec classes is this class, and the union
+    includes it.
+    """
+
+    __slots__ = ()
+    #: What every spec holds: the dtype of its values (``tfr.int64``, ``tfr.float32``...).
     dtype: Any
-    default_value: Any = None
+
+    def _validated(self, key: str) -> FeatureSpec:
+        """The spec checked, with its shape, dtype and default normalised."""
+        raise NotImplementedError(f"{type(self).__name__} is not a feature spec class")
 
 
-class FixedLenFeature(_FixedLenFeatureFields):
+if TYPE_CHECKING:
+    from typing import Self
+
+    class _SpecTuple(FeatureSpecBase):
+        """What type checkers see as the base of the NamedTuple specs (see FeatureSpecBase)."""
+
+        _fields: ClassVar[tuple[str, ...]]
+
+        def __new__(cls, *fields: Any) -> Self:
+            raise NotImplementedError
+
+        def __iter__(self) -> Iterator[Any]:
+            raise NotImplementedError
+
+        def __len__(self) -> int:
+            raise NotImplementedError
+
+        def __getitem__(self, index: int) -> Any:
+            raise NotImplementedError
+
+        def _replace(self, **fields: Any) -> Self:
+            raise NotImplementedError
+
+        def _asdict(self) -> dict[str, Any]:
+            raise NotImplementedError
+
+    _FixedLenFeatureBase = _SpecTuple
+    _VarLenFeatureBase = _SpecTuple
+    _FixedLenSequenceFeatureBase = _SpecTuple
+    _SparseFeatureBase = _SpecTuple
+else:
+
+    class _FixedLenFeatureFields(NamedTuple):
+        shape: Any
+        dtype: Any
+        default_value: Any = None
+
+    class _VarLenFeatureFields(NamedTuple):
+        dtype: Any
+
+    class _FixedLenSequenceFeatureFields(NamedTuple):
+        shape: Any
+        dtype: Any
+        allow_missing: bool = False
+        default_value: Any = None
+
+    class _SparseFeatureFields(NamedTuple):
+        index_key: Any
+        value_key: str
+        dtype: Any
+        size: Any
+        already_sorted: bool = False
+
+    class _FixedLenFeatureBase(_FixedLenFeatureFields, FeatureSpecBase):
+        __slots__ = ()
+
+    class _VarLenFeatureBase(_VarLenFeatureFields, FeatureSpecBase):
+        __slots__ = ()
+
+    class _FixedLenSequenceFeatureBase(_FixedLenSequenceFeatureFields, FeatureSpecBase):
+        __slots__ = ()
+
+    class _SparseFeatureBase(_SparseFeatureFields, FeatureSpecBase):
+        __slots__ = ()
+
+
+class FixedLenFeature(_FixedLenFeatureBase):
     """A dense feature of fixed ``shape``, as ``tf.io.FixedLenFeature``.
 
     Parsed to an array of ``shape`` (one record) or ``(batch,) + shape``. A record
@@ -223,6 +309,9 @@ class FixedLenFeature(_FixedLenFeatureFields):
     """
 
     __slots__ = ()
+    shape: Any
+    dtype: Any
+    default_value: Any
 
     def __new__(cls, shape: Any, dtype: Any, default_value: Any = None) -> FixedLenFeature:
         _check_dims(shape, "FixedLenFeature", positive=False)
@@ -254,10 +343,14 @@ class FixedLenFeature(_FixedLenFeatureFields):
         return f"tfr.FixedLenFeature({_shape_repr(self.shape)}, {_dtype_repr(self.dtype)}{extra})"
 
 
-class VarLenFeature(NamedTuple):
+class VarLenFeature(_VarLenFeatureBase):
     """Any number of values, as ``tf.io.VarLenFeature``; parsed to :class:`SparseValue`."""
 
+    __slots__ = ()
     dtype: Any
+
+    def __new__(cls, dtype: Any) -> VarLenFeature:
+        return super().__new__(cls, dtype)
 
     def _validated(self, key: str) -> VarLenFeature:
         return VarLenFeature(as_dtype(self.dtype))
@@ -266,14 +359,7 @@ class VarLenFeature(NamedTuple):
         return f"tfr.VarLenFeature({_dtype_repr(self.dtype)})"
 
 
-class _FixedLenSequenceFeatureFields(NamedTuple):
-    shape: Any
-    dtype: Any
-    allow_missing: bool = False
-    default_value: Any = None
-
-
-class FixedLenSequenceFeature(_FixedLenSequenceFeatureFields):
+class FixedLenSequenceFeature(_FixedLenSequenceFeatureBase):
     """Rows of a fixed ``shape``, any number of them, as ``tf.io.FixedLenSequenceFeature``.
 
     In :func:`parse_example` it needs ``allow_missing=True`` (as in TensorFlow) and
@@ -283,6 +369,10 @@ class FixedLenSequenceFeature(_FixedLenSequenceFeatureFields):
     """
 
     __slots__ = ()
+    shape: Any
+    dtype: Any
+    allow_missing: bool
+    default_value: Any
 
     def __new__(
         cls, shape: Any, dtype: Any, allow_missing: bool = False, default_value: Any = None
@@ -312,7 +402,7 @@ class FixedLenSequenceFeature(_FixedLenSequenceFeatureFields):
         )
 
 
-class SparseFeature(NamedTuple):
+class SparseFeature(_SparseFeatureBase):
     """A sparse feature from index and value features, as ``tf.io.SparseFeature``.
 
     ``index_key`` names an int64 feature (or a list of them, one per dimension),
@@ -320,11 +410,17 @@ class SparseFeature(NamedTuple):
     dimensions). Parsed to :class:`SparseValue` with entries sorted by index.
     """
 
+    __slots__ = ()
     index_key: Any
     value_key: str
     dtype: Any
     size: Any
-    already_sorted: bool = False
+    already_sorted: bool
+
+    def __new__(
+        cls, index_key: Any, value_key: str, dtype: Any, size: Any, already_sorted: bool = False
+    ) -> SparseFeature:
+        return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
 
     def _validated(self, key: str) -> SparseFeature:
         index_keys = [self.index_key] if isinstance(self.index_key, str) else list(self.index_key)
@@ -390,7 +486,7 @@ class UniformRowLength(NamedTuple):
 
 
 @dataclass(frozen=True)
-class RaggedFeature:
+class RaggedFeature(FeatureSpecBase):
     """A ragged feature, as ``tf.io.RaggedFeature``; parsed to :class:`RaggedValue`.
 
     ``value_key`` defaults to the feature's key; ``partitions`` (outermost first)
@@ -449,9 +545,22 @@ class RaggedFeature:
         return f"tfr.RaggedFeature({_dtype_repr(self.dtype)}{extra})"
 
 
-FeatureSpec = Union[
-    FixedLenFeature, VarLenFeature, FixedLenSequenceFeature, SparseFeature, RaggedFeature
-]
+if TYPE_CHECKING:
+    #: Any feature spec. ``FeatureSpecBase`` is in the union so that a dict mixing spec
+    #: classes, which a type checker infers as ``dict[str, FeatureSpecBase]``, is
+    #: accepted wherever a feature dict is (see FeatureSpecBase).
+    FeatureSpec = Union[
+        FixedLenFeature,
+        VarLenFeature,
+        FixedLenSequenceFeature,
+        SparseFeature,
+        RaggedFeature,
+        FeatureSpecBase,
+    ]
+else:
+    # At run time the base class itself: ``isinstance(spec, tfr.FeatureSpec)`` holds for
+    # every spec, and ``tfr.FeatureSpec`` has a docstring.
+    FeatureSpec = FeatureSpecBase
 _SPEC_TYPES = (
     FixedLenFeature,
     VarLenFeature,
