@@ -70,7 +70,7 @@ def test_every_record_once_for_any_ranks_and_workers(tmp_path, monkeypatch, coun
             for rank in range(world):
                 for w in range(workers):
                     info = SimpleNamespace(num_workers=workers, id=w, seed=1000 + w)
-                    monkeypatch.setattr(tt._tud, "get_worker_info", lambda info=info: info)
+                    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda info=info: info)
                     ds = tt.IterableDataset(
                         TFRecordDataset(paths).shuffle_files().shuffle(4),
                         rank=rank,
@@ -82,10 +82,10 @@ def test_every_record_once_for_any_ranks_and_workers(tmp_path, monkeypatch, coun
 
 def test_worker_shard_formula(monkeypatch):
     monkeypatch.setattr(
-        tt._tud, "get_worker_info", lambda: SimpleNamespace(num_workers=4, id=3, seed=0)
+        torch.utils.data, "get_worker_info", lambda: SimpleNamespace(num_workers=4, id=3, seed=0)
     )
     assert tt.worker_shard(rank=2, world_size=3) == (12, 11)
-    monkeypatch.setattr(tt._tud, "get_worker_info", lambda: None)
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: None)
     assert tt.worker_shard() == (1, 0)
     assert tt.worker_shard(rank=1, world_size=2) == (2, 1)
     with pytest.raises(ValueError):
@@ -157,6 +157,59 @@ def test_dataloader_batching_as_tensors_and_early_break(tmp_path):
     while threading.active_count() > baseline + 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert threading.active_count() <= baseline + 1  # DataLoader's own watchdog may linger briefly
+
+
+def test_collate_stacks_a_column_of_tensors_as_default_collate_does(tmp_path):
+    """A transform that returns tensors: collate stacks them (it gave a list of tensors)."""
+    from torch.utils.data import default_collate
+
+    path = make_examples(os.fspath(tmp_path / "t.tfrecord"), range(10))
+
+    def to_torch(e: dict[str, Any]) -> dict[str, Any]:
+        return {"x": torch.from_numpy(e["x"]) * 2, "id": e["id"], "raw": e["raw"], "n": 3}
+
+    ds = tt.IterableDataset(path, features(), to_torch)
+    for collate_fn in (tt.collate, tt.collate_tensors):
+        batches = list(DataLoader(ds, batch_size=4, collate_fn=collate_fn))
+        assert [len(b["raw"]) for b in batches] == [4, 4, 2]
+        for b in batches:
+            assert isinstance(b["x"], torch.Tensor) and b["x"].dtype == torch.float32
+            ids = torch.as_tensor(b["id"])
+            assert torch.equal(b["x"], ids[:, None].float().repeat(1, 3))  # x = id / 2 * 2
+            assert all(isinstance(r, bytes) for r in b["raw"])
+        assert isinstance(
+            batches[0]["id"], torch.Tensor if collate_fn is tt.collate_tensors else np.ndarray
+        )
+    rows = [to_torch(e) for e in TFRecordDataset(path).parse(features()).take(4)]
+    assert torch.equal(tt.collate(rows)["x"], default_collate([r["x"] for r in rows]))
+    # tensors in tuples, nested dicts and a batch of bare tensors
+    pairs = [(torch.full((2,), i), {"y": torch.tensor(i)}) for i in range(3)]
+    got = tt.collate(pairs)
+    assert torch.equal(got[0], torch.tensor([[0, 0], [1, 1], [2, 2]]))
+    assert torch.equal(got[1]["y"], torch.tensor([0, 1, 2]))
+    assert torch.equal(
+        tt.collate([torch.ones(2), torch.zeros(2)]), torch.tensor([[1.0, 1], [0, 0]])
+    )
+
+
+def test_collate_refuses_tensors_it_cannot_stack_naming_the_key():
+    ragged = [{"x": torch.ones(3)}, {"x": torch.ones(3)}, {"x": torch.ones(4)}]
+    with pytest.raises(
+        ValueError,
+        match=r"cannot batch key \['x'\]: element 0 has shape \(3,\) "
+        r"and element 2 has shape \(4,\)",
+    ):
+        tt.collate(ragged)
+    with pytest.raises(ValueError, match=r"cannot batch key \['x'\]"):
+        tt.collate_tensors(ragged)
+    mixed = [{"x": torch.ones(3)}, {"x": np.ones(3)}]
+    with pytest.raises(
+        ValueError, match=r"cannot batch key \['x'\]: element 0 is a Tensor and element 1 a ndarray"
+    ):
+        tt.collate(mixed)
+    nested = [(0, {"y": torch.ones(1)}), (1, {"y": torch.ones(2)})]
+    with pytest.raises(ValueError, match=r"cannot batch \[1\]\['y'\]"):
+        tt.collate(nested)
 
 
 def test_main_process_epochs_reshuffle_without_set_epoch(tmp_path):

@@ -26,6 +26,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 import tfrecord_lite as tfr  # noqa: E402
 import tfrecord_lite.torch as tt  # noqa: E402
 from tfrecord_lite._examples._values import RaggedValue, SparseValue  # noqa: E402
+from tfrecord_lite.torch import _handoff as handoff  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "fork"), reason="the worker hand-off tests use fork-started workers"
@@ -160,12 +161,12 @@ def _wait_released(deadline: float = 30) -> None:
     """The main process drops a worker's slots once the worker has exited."""
     gc.collect()
     end = time.monotonic() + deadline
-    while tt._slot_count() and time.monotonic() < end:
+    while handoff.slot_count() and time.monotonic() < end:
         time.sleep(0.05)
-    assert tt._slot_count() == 0
-    while tt._SWEEPER is not None and time.monotonic() < end:
+    assert handoff.slot_count() == 0
+    while handoff._SWEEPER is not None and time.monotonic() < end:
         time.sleep(0.05)
-    assert tt._SWEEPER is None  # the sweeper thread stops when nothing is held
+    assert handoff._SWEEPER is None  # the sweeper thread stops when nothing is held
 
 
 def _loader(ds: Any, workers: int, **kwargs: Any) -> DataLoader:
@@ -194,7 +195,7 @@ def test_one_worker_gives_exactly_the_in_process_batches(data: str, as_tensors: 
     for epoch in (0, 1):
         ds.set_epoch(epoch)
         got = list(loader)
-        assert tt._slot_count() > 0  # the slots were used (the worker is still alive)
+        assert handoff.slot_count() > 0  # the slots were used (the worker is still alive)
         ds.set_epoch(epoch)
         want = list(ds)  # in-process, same epoch
         assert len(got) == len(want) == -(-N // BATCH)
@@ -219,7 +220,7 @@ def test_two_workers_every_record_once_and_slots_reused(data: str) -> None:
         ids = [i for b in loader for i in b["id"].tolist()]
         assert sorted(ids) == list(range(N)), epoch
     # 19 batches x 3 epochs, ~12 large arrays each: slots are reused, not one per array
-    assert 0 < tt._slot_count() <= 2 * 12 * 6
+    assert 0 < handoff.slot_count() <= 2 * 12 * 6
     del loader
     _wait_released()
 
@@ -232,14 +233,14 @@ def test_shared_memory_false_and_a_full_pool_pickle_as_usual(
     off = _loader(tt.IterableDataset(pipeline, shared_memory=False), 1, persistent_workers=True)
     it = iter(off)
     got = list(it)
-    assert tt._slot_count() == 0
+    assert handoff.slot_count() == 0
     for g, w in zip(got, want):
         same_but_byte_order(g, w)
     del it, off
     monkeypatch.setattr(tt, "MAX_POOL_BYTES", 0)  # fork: the workers see it too
     full = _loader(tt.IterableDataset(pipeline), 1, persistent_workers=True)
     got = list(full)
-    assert tt._slot_count() == 0
+    assert handoff.slot_count() == 0
     for g, w in zip(got, want):
         same_but_byte_order(g, w)
     del full
@@ -327,7 +328,7 @@ def test_map_dataset_batches_through_slots(data: str) -> None:
         multiprocessing_context="fork",
     )
     got = list(loader)
-    assert tt._slot_count() > 0
+    assert handoff.slot_count() > 0
     same(tfr.concat_parsed(got, _spec()), tfr.concat_parsed([want], _spec()))
     del loader
     _wait_released()
@@ -349,7 +350,7 @@ def test_lent_arrays_stay_intact_while_held_and_their_slots_come_back(
     ds.set_epoch(0)
     held = list(loader)  # every batch kept
     same(held, want)
-    mapped = tt._slot_count()
+    mapped = handoff.slot_count()
     assert mapped >= len(held)  # one slot per held x at least
     # views (NumPy slices, transposes; tensor slices) outlive the batches they came from
     views = [b["x"][2:, ::3] for b in held]
@@ -367,9 +368,33 @@ def test_lent_arrays_stay_intact_while_held_and_their_slots_come_back(
     same(first, want[0])
     # the batches of epochs 1-4 were dropped one by one: their slots were reused,
     # not one new slot per batch (4 epochs x 5 batches)
-    assert tt._slot_count() <= mapped + 2 * 4
+    assert handoff.slot_count() <= mapped + 2 * 4
     del first, views, b
     del loader
+    _wait_released()
+
+
+def test_lend_false_set_on_the_package_copies_arrays_out_of_their_slots(
+    data: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tfrecord_lite.torch.LEND = False`` reaches the hand-off: arrays still cross in
+    slots, but are copied out of them, so none is lent while the batches are held."""
+    monkeypatch.setattr(tt, "LEND", False)
+    ds = tt.IterableDataset(tfr.TFRecordDataset(data).parse(_spec()).batch(BATCH))
+    ds.set_epoch(0)
+    want = list(ds)
+    loader = _loader(ds, 1)
+    ds.set_epoch(0)
+    held = list(loader)
+    same(held, want)
+    assert handoff.slot_count() > 0  # x (75 KiB a batch) crossed in a slot
+    assert not handoff._LENT  # and was copied out of it
+    monkeypatch.setattr(tt, "LEND", True)
+    ds.set_epoch(0)
+    lent = list(loader)
+    same(lent, want)
+    assert handoff._LENT  # the default: held arrays are their slots' memory
+    del held, lent, loader
     _wait_released()
 
 
