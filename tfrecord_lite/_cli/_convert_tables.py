@@ -1,0 +1,118 @@
+"""``convert``'s table side: Parquet and Arrow IPC (Feather) files read a batch at a
+time, and written atomically (a temporary file beside the output, renamed when every
+row is in; on any error or Ctrl-C it is removed and nothing is left under the name).
+
+Columns are as in :mod:`tfrecord_lite.arrow`: TFRecords become tables through the read
+plan (the schema inferred from the first records), tables become Examples (or
+SequenceExamples, for feature-list columns) through ``table_records``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Generator, Iterator
+from typing import Any, Optional
+
+from .._tables import require, require_pyarrow
+
+__all__ = ["TableFile", "read_tables", "schema_of"]
+
+
+def _pyarrow(fmt: str) -> tuple[Any, Any]:
+    """pyarrow, and the module that writes ``fmt`` (``pyarrow.parquet`` / ``pyarrow.ipc``)."""
+    who = f"convert to/from {'Parquet' if fmt == 'parquet' else 'Arrow'}"
+    pa = require_pyarrow(who)
+    if fmt == "parquet":
+        return pa, require("pyarrow.parquet", who, "pyarrow", "arrow")
+    return pa, pa.ipc
+
+
+class TableFile:
+    """A Parquet or Arrow IPC file written atomically, one table (row group) at a time."""
+
+    def __init__(self, path: str, fmt: str) -> None:
+        self.path = path
+        self.format = fmt
+        self._pa, self._module = _pyarrow(fmt)
+        head, tail = os.path.split(path)
+        self.tmp = os.path.join(head, f".{tail}.tmp-{os.getpid()}")
+        self._writer: Optional[Any] = None
+
+    def _open(self, schema: Any) -> Any:
+        if self._writer is None:
+            if self.format == "parquet":
+                self._writer = self._module.ParquetWriter(self.tmp, schema)
+            else:
+                self._writer = self._module.new_file(self.tmp, schema)
+        return self._writer
+
+    def write(self, table: Any) -> None:
+        """Append the table's rows (its schema must be the first table's)."""
+        self._open(table.schema).write_table(table)
+
+    def commit(self, schema: Any) -> None:
+        """Close the file and give it its name (``schema`` for a file of no tables)."""
+        self._open(schema).close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        """Drop what was written: the temporary file is removed."""
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        with contextlib.suppress(OSError):
+            os.remove(self.tmp)
+
+
+def _open_arrow(pa: Any, source: Any, path: str) -> Any:
+    """A reader of an Arrow IPC file (Feather v2), or of the IPC stream format."""
+    try:
+        return pa.ipc.open_file(source)
+    except pa.ArrowInvalid:  # no footer: perhaps the stream format
+        source.seek(0)
+    try:
+        return pa.ipc.open_stream(source)
+    except pa.ArrowInvalid:
+        raise OSError(
+            f"{path}: not an Arrow IPC (Feather v2) file or stream; write one with "
+            "pyarrow.feather.write_feather or pyarrow.ipc.new_file"
+        ) from None
+
+
+def _batches(pa: Any, module: Any, path: str, fmt: str) -> Generator[Any, None, None]:
+    if fmt == "parquet":
+        try:
+            parquet = module.ParquetFile(path)
+        except pa.ArrowInvalid as e:
+            raise OSError(f"{path}: not a Parquet file ({e})") from None
+        yield parquet.schema_arrow
+        yield from parquet.iter_batches()
+        return
+    with pa.memory_map(path) as source:
+        reader = _open_arrow(pa, source, path)
+        yield reader.schema
+        if isinstance(reader, pa.ipc.RecordBatchFileReader):
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+        else:
+            yield from reader
+
+
+def schema_of(path: str, fmt: str) -> Any:
+    """The Arrow schema of a Parquet or Arrow IPC file."""
+    pa, module = _pyarrow(fmt)
+    batches = _batches(pa, module, path, fmt)
+    try:
+        return next(batches)
+    finally:
+        batches.close()
+
+
+def read_tables(path: str, fmt: str) -> Iterator[Any]:
+    """The rows of a Parquet or Arrow IPC file as tables of one record batch each."""
+    pa, module = _pyarrow(fmt)
+    batches = _batches(pa, module, path, fmt)
+    next(batches)  # the schema
+    for batch in batches:
+        yield pa.Table.from_batches([batch])
