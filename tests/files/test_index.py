@@ -15,7 +15,6 @@ import pytest
 import tfrecord_lite as tfr
 from tfrecord_lite._errors import CorruptRecordError, TFRecordError, TruncatedRecordError
 from tfrecord_lite._files._index import (
-    RandomAccessError,
     StaleIndexError,
     TFRecordFile,
     create_index,
@@ -300,13 +299,15 @@ def test_wrong_index_is_detected(tmp_path, text):
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
-def test_compressed_file_random_access_is_refused_clearly(tmp_path, compression):
-    path = write(tmp_path / "a.tfrecord", records(20), compression)
-    with pytest.raises(RandomAccessError, match="uncompressed") as info:
-        TFRecordFile(path)
-    assert compression in str(info.value) and "decompress=True" in str(info.value)
-    with pytest.raises(RandomAccessError):
-        TFRecordFile(path, compression=compression)
+def test_compressed_file_random_access_without_an_index(tmp_path, compression):
+    recs = records(300, seed=4)
+    path = write(tmp_path / "a.tfrecord", recs, compression)
+    with TFRecordFile(path) as f:
+        assert f.compression == compression and f.index_path is None
+        assert len(f) == 300 and f[299] == recs[299] and f[-300] == recs[0]
+        assert f[10:20] == recs[10:20] and f[[7, 3, 7]] == [recs[7], recs[3], recs[7]]
+    with TFRecordFile(path, compression=compression) as f:
+        assert list(f) == recs
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
@@ -325,7 +326,8 @@ def test_index_of_compressed_file_uses_decompressed_offsets(tmp_path):
     recs = records(100)
     plain = write(tmp_path / "p.tfrecord", recs)
     gz = write(tmp_path / "g.tfrecord.gz", recs, "GZIP")
-    assert Path(create_index(gz)).read_text() == Path(create_index(plain)).read_text()
+    text = create_index(gz, format="text")
+    assert Path(text).read_text() == Path(create_index(plain)).read_text()
     f = TFRecordFile(gz, decompress=True)
     assert f.index_path == gz + ".index" and list(f) == recs
 

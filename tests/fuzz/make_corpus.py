@@ -72,7 +72,33 @@ def seeds() -> dict[str, list[bytes]]:
         for flags in (0, 1)
     ]
     out["fuzz_manifest"] = _manifest_seeds()
+    out["fuzz_index"] = _index_seeds()
     return out
+
+
+def _index_seeds() -> list[bytes]:
+    """The target's data file's own binary index (CRCs made right or not, verify on
+    and off), its text index, and cut, foreign and hostile ones."""
+    import fuzz_index  # (its data file, written on import)
+
+    binary = fuzz_index.seed_index()
+    text = tfr.create_index(fuzz_index.DATA, fuzz_index.INDEX + ".text", format="text")
+    with open(text, "rb") as f:
+        lines = f.read()
+    other = tfr.create_index(DATA / "examples.gzip.tfrecord", fuzz_index.INDEX + ".other")
+    with open(other, "rb") as f:
+        foreign = f.read()
+    return [
+        b"\x01" + binary,
+        b"\x03" + binary,
+        b"\x00" + binary[: len(binary) // 2],
+        b"\x01" + binary[:40],
+        b"\x00" + lines,
+        b"\x02" + lines.replace(b" ", b"\n", 3),
+        b"\x01" + foreign,
+        b"\x00" + b"0 99999999999999999999\n",
+        b"\x00",
+    ]
 
 
 def _manifest_seeds() -> list[bytes]:

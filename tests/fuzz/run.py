@@ -31,6 +31,7 @@ TARGETS = [
     "fuzz_parse_sequence_example",
     "fuzz_infer_schema",
     "fuzz_manifest",
+    "fuzz_index",
 ]
 
 

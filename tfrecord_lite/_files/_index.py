@@ -1,28 +1,20 @@
-"""Index files and random access to the records of a TFRecord file.
+"""Random access to the records of a TFRecord file: :class:`TFRecordFile`.
 
-Index format
-------------
-A text file with one line per record, ``offset length``, both decimal byte
-counts: ``offset`` is where the record's header starts and ``length`` is the whole
-framed record (12-byte header + data + 4-byte CRC, so ``16 + len(data)``)::
-
-    0 27
-    27 43
-    70 16
-
-This is the format of vahidk/tfrecord's ``tfrecord2idx`` and NVIDIA DALI's
-``tfrecord2idx``, so their index files work here and ours work there.
-:func:`read_index` tolerates a missing or extra trailing newline, ``\\r\\n`` line
-ends, blank lines, and index files with only the offset column.
+Index files (the text format shared with vahidk/tfrecord and NVIDIA DALI, and the
+binary index of compressed files) are :mod:`tfrecord_lite._files._indexfile`'s;
+their names are also importable from here.
 
 Compressed files
 ----------------
-Records of a GZIP/ZLIB file cannot be reached without decompressing everything
-before them. :func:`create_index` on a compressed file writes the offsets in the
-*decompressed* stream (what vahidk/tfrecord's gzip reader seeks to).
-:class:`TFRecordFile` refuses a compressed file with :class:`RandomAccessError`
-unless ``decompress=True``, which decompresses it once into a temporary file
-(streaming, bounded memory) and reads from that. Nothing is ever read at a
+A GZIP/ZLIB file is read through its seek points
+(:mod:`tfrecord_lite._files._gzindex`, :mod:`tfrecord_lite._files._gzread`):
+``f[i]`` inflates from the nearest seek point before record ``i``. The seek
+points come from the file's binary index (:func:`create_index`), checked against
+the file (size, and a hash of its first and last 64 KiB), or, without one, from
+one streaming pass when the ``TFRecordFile`` is made, kept in memory (32 KiB a
+seek point, every 4 MiB of output, plus 8 bytes a record). ``decompress=True``
+decompresses the file once into a temporary file and reads that instead.
+Offsets are those of the *decompressed* stream; nothing is ever read at a
 compressed offset as if it were plain.
 """
 
@@ -48,12 +40,25 @@ from .._record import (
     iter_records,
     unframe,
 )
-from . import _fs
+from . import _fs, _gzindex
+from ._gzread import GzRanges, SeekPointError
 from ._handles import Closing, open_binary
+from ._indexfile import (
+    RandomAccessError,
+    StaleIndexError,
+    check_gz_index,
+    check_index,
+    create_index,
+    default_index_path,
+    find_index,
+    load_index,
+    read_index,
+    scan_plain,
+    write_index,
+)
 from ._options import compression_name
 from ._sniff import detect_compression
 from ._stream import read_records
-from ._walk import walk_headers
 
 __all__ = [
     "RandomAccessError",
@@ -68,228 +73,10 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-#: Suffixes tried, in order, next to a data file when no index path is given.
-INDEX_SUFFIXES = (".index", ".idx")
-
 #: Bytes of decompressed records written at a time by ``decompress=True``.
 _SCAN_BLOCK = 1024 * 1024
 #: At most this many bytes are read at once for a run of consecutive records.
 _MAX_SPAN = 16 * 1024 * 1024
-
-
-class StaleIndexError(TFRecordError, ValueError):
-    """An index file does not describe its data file (it is stale, damaged, or for another file).
-
-    Rebuild it with :func:`create_index`.
-    """
-
-
-class RandomAccessError(TFRecordError, ValueError):
-    """Random access is impossible on this file as it is (e.g. it is GZIP/ZLIB-compressed)."""
-
-
-def default_index_path(path: PathLike) -> str:
-    """The index path :func:`create_index` writes by default: ``path + ".index"``."""
-    base = os.fspath(path)
-    name = base + INDEX_SUFFIXES[0]
-    return base.with_path(name) if isinstance(base, _fs.URL) else name
-
-
-def find_index(
-    path: PathLike, *, storage_options: Optional[Mapping[str, Any]] = None
-) -> Optional[str]:
-    """The index file next to ``path`` (``path.index`` or ``path.idx``), or None."""
-    base = _fs.bind(path, storage_options)
-    for suffix in INDEX_SUFFIXES:
-        candidate = base.with_path(base + suffix) if isinstance(base, _fs.URL) else base + suffix
-        if _fs.isfile(candidate):
-            return candidate
-    return None
-
-
-# --------------------------------------------------------------------------- reading / writing
-
-
-def read_index(
-    index_path: PathLike,
-    *,
-    data_size: Optional[int] = None,
-    storage_options: Optional[Mapping[str, Any]] = None,
-) -> np.ndarray:
-    """Read an index file into an int64 array of shape ``(n, 2)``: ``offset, length`` per record.
-
-    Accepts a trailing newline or none, ``\\r\\n``, blank lines, and one-column files
-    (offsets only: each length is then the distance to the next offset, and the
-    last one needs ``data_size``, the data file's size in bytes).
-    """
-    name = _fs.bind(index_path, storage_options)
-    with open_binary(name, "rb") as f:
-        text = f.read()
-    lines = [line.split() for line in text.splitlines()]
-    rows = [parts for parts in lines if parts]
-    if not rows:
-        return np.zeros((0, 2), dtype=np.int64)
-    width = len(rows[0])
-    if width not in (1, 2):
-        raise StaleIndexError(
-            f"not a TFRecord index file: line 1 has {width} fields, expected 'offset length'",
-            path=name,
-        )
-    try:
-        if any(len(parts) != width for parts in rows):
-            raise ValueError("lines have different numbers of fields")
-        flat = np.array([int(tok) for parts in rows for tok in parts], dtype=np.int64)
-    except (ValueError, OverflowError) as err:
-        raise StaleIndexError(
-            f"not a TFRecord index file ({err}); each line must be 'offset length'", path=name
-        ) from None
-    if width == 2:
-        table = flat.reshape(-1, 2)
-    else:
-        if data_size is None:
-            raise StaleIndexError(
-                "this index has only offsets; the data file's size is needed for the last length",
-                path=name,
-            )
-        ends = np.append(flat[1:], data_size)
-        table = np.stack([flat, ends - flat], axis=1)
-    if (table < 0).any():
-        raise StaleIndexError("not a TFRecord index file: negative offset or length", path=name)
-    return table
-
-
-def write_index(
-    index_path: PathLike,
-    table: Union[np.ndarray, Sequence[tuple[int, int]]],
-    *,
-    storage_options: Optional[Mapping[str, Any]] = None,
-) -> str:
-    """Write ``(offset, length)`` rows as an index file (atomically: see :func:`_write_lines`)."""
-    name = _fs.bind(index_path, storage_options)
-    rows = np.asarray(table, dtype=np.int64).reshape(-1, 2)
-
-    def lines() -> Iterator[tuple[int, int]]:
-        for start in range(0, len(rows), 65536):
-            yield from rows[start : start + 65536].tolist()
-
-    _write_lines(name, lines())
-    return name
-
-
-def _write_lines(dest: str, rows: Iterator[tuple[int, int]]) -> None:
-    """Write ``offset length`` lines to ``dest`` atomically, streaming: a local file goes
-    to a temporary file renamed at the end; a URL is one upload, completed at the end
-    (aborted on an error: a reader never sees half an index)."""
-    out = _fs.open_write(dest, atomic=True)
-    try:
-        lines: list[str] = []
-        for offset, length in rows:
-            lines.append(f"{offset} {length}\n")
-            if len(lines) >= 65536:
-                out.file.write("".join(lines).encode("ascii"))
-                lines.clear()
-        out.file.write("".join(lines).encode("ascii"))
-    except BaseException:
-        out.discard()
-        raise
-    out.commit()
-
-
-def _file_size(path: str) -> int:
-    return _fs.size(path)
-
-
-def _head(path: str, n: int = 16) -> bytes:
-    return _fs.head(path, n)  # one small ranged request for a URL
-
-
-def _scan_plain(path: str) -> Iterator[tuple[int, int]]:
-    """Yield ``(offset, framed length)`` of each record of a plain file, from its headers
-    (:func:`~tfrecord_lite._files._walk.walk_headers`: record data is skipped, not read)."""
-    size = _file_size(path)
-    with open_binary(path, "rb") as f:
-        for offset, length in walk_headers(f, size, path=path):
-            yield offset, length + RECORD_OVERHEAD
-
-
-def _scan_stream(path: str, compression: str) -> Iterator[tuple[int, int]]:
-    """``(offset, length)`` of each record in the decompressed stream of a compressed file."""
-    offset = 0
-    for record in read_records(path, compression):
-        total = len(record) + RECORD_OVERHEAD
-        yield offset, total
-        offset += total
-
-
-def _index_rows(path: str, compression: str) -> Iterator[tuple[int, int]]:
-    if compression == "auto":
-        compression = detect_compression(_head(path))
-    if compression:
-        return _scan_stream(path, compression)
-    return _scan_plain(path)
-
-
-def create_index(
-    path: PathLike,
-    index_path: Optional[PathLike] = None,
-    *,
-    compression: Union[str, None] = "auto",
-    storage_options: Optional[Mapping[str, Any]] = None,
-) -> str:
-    """Write the index file of a TFRecord file; return its path (default ``path + ".index"``).
-
-    One streaming pass with bounded memory, whatever the file's size: for a plain
-    file only the record headers are read (their CRCs are checked) and record data
-    is skipped. A GZIP/ZLIB file is decompressed on the fly and the offsets are
-    those of the decompressed stream (see the module documentation). The index is
-    written to a temporary file and renamed, so a reader never sees half an index.
-    """
-    src = _fs.bind(path, storage_options)
-    if index_path is None:
-        dest = default_index_path(src)
-    else:
-        dest = _fs.bind(index_path, storage_options if _fs.is_url(os.fspath(index_path)) else None)
-    comp = compression_name(compression, allow_auto=True)
-    _write_lines(dest, _index_rows(src, comp))
-    return dest
-
-
-def _check_index(table: np.ndarray, size: int, data: str, index_name: Optional[str]) -> None:
-    """Raise :class:`StaleIndexError` unless ``table`` tiles ``[0, size)`` record by record."""
-    where = f"index {index_name!r} for {data!r}" if index_name else f"index of {data!r}"
-    n = len(table)
-    if n == 0:
-        if size != 0:
-            raise StaleIndexError(
-                f"stale index: {where} lists no records but the file has {size} bytes; "
-                "rebuild it with create_index()",
-                path=index_name or data,
-            )
-        return
-    offsets = table[:, 0]
-    lengths = table[:, 1]
-    end = int(offsets[-1] + lengths[-1])
-    if end != size:
-        raise StaleIndexError(
-            f"stale index: {where} ends at byte {end} but the file has {size} bytes; "
-            "rebuild it with create_index()",
-            path=index_name or data,
-        )
-    bad_entries = np.flatnonzero(lengths < RECORD_OVERHEAD)
-    if offsets[0] != 0:
-        bad = 0
-    elif len(bad_entries):
-        bad = int(bad_entries[0])
-    else:
-        gaps = np.flatnonzero(offsets[1:] != offsets[:-1] + lengths[:-1])
-        bad = int(gaps[0]) + 1 if len(gaps) else -1
-    if bad >= 0:
-        raise StaleIndexError(
-            f"stale index: {where} is not a record-by-record tiling of the file "
-            f"(entry {bad}: offset {int(offsets[bad])}, length {int(lengths[bad])}); "
-            "rebuild it with create_index()",
-            path=index_name or data,
-        )
 
 
 # --------------------------------------------------------------------------- random access
@@ -307,8 +94,16 @@ class TFRecordFile(Sequence[bytes], Closing):
     per record). Every record read is CRC-checked unless ``verify=False``; ``f[i]``
     equals the i-th record :func:`tfrecord_lite.tf_record_iterator` yields.
 
-    A GZIP/ZLIB file raises :class:`RandomAccessError`, unless ``decompress=True``:
-    then it is decompressed once into a temporary file (deleted on :meth:`close`).
+    A GZIP/ZLIB file is read through seek points: from its binary index
+    (:func:`create_index`; checked against the file's size and a hash of its head
+    and tail, :class:`StaleIndexError` if it does not match), or from one streaming
+    pass on opening, kept in memory. ``f[i]`` inflates from the nearest seek point
+    before record ``i`` (at most about 4 MiB of output); reads that follow each
+    other go on from where the last one stopped. Offsets and lengths are those of
+    the decompressed stream; their record CRCs are checked even with
+    ``verify=False``. A remote (URL) compressed file needs its index file (else
+    :class:`RandomAccessError`). ``decompress=True`` instead decompresses the file
+    once into a temporary file (deleted on :meth:`close`) and reads that.
 
     Reads use ``os.pread`` where available, so one ``TFRecordFile`` may be shared by
     threads. It pickles (the file is reopened on first use), so it can be handed to
@@ -336,20 +131,13 @@ class TFRecordFile(Sequence[bytes], Closing):
         self._fobj: Optional[IO[bytes]] = None
         self._tmp: Optional[str] = None
         self._pid = os.getpid()
+        self._gz: Optional[GzRanges] = None
         comp = self._compression_arg
         if comp == "auto":
-            comp = detect_compression(_head(self.path))
+            comp = detect_compression(_fs.head(self.path, 16))
         self.compression = comp
         self._data_path = self.path
-        if comp:
-            if not decompress:
-                raise RandomAccessError(
-                    f"random access needs an uncompressed file, and this one is {comp}: "
-                    "records of a compressed stream cannot be reached without decompressing "
-                    "everything before them. Pass decompress=True to decompress it once into a "
-                    "temporary file, or stream it with tf_record_iterator()/TFRecordDataset",
-                    path=self.path,
-                )
+        if comp and decompress:
             self._tmp = self._decompress_to_temp(comp)
             self._data_path = self._tmp
         self.index_path: Optional[str] = (
@@ -357,20 +145,70 @@ class TFRecordFile(Sequence[bytes], Closing):
             if index_path is not None
             else find_index(self.path)
         )
+        if comp and not decompress:
+            self._bounds = self._open_compressed(comp)
+            self._check_headers()
+            return
         size = self._size()
         if self.index_path is not None:
             table = read_index(self.index_path, data_size=size)
-            _check_index(table, size, self.path, self.index_path)
+            check_index(table, size, self.path, self.index_path)
             offsets = np.ascontiguousarray(table[:, 0])
             self._bounds = np.append(offsets, np.int64(size)).astype(np.int64)
             self._check_headers()
         else:
             offs = array("q")
-            for offset, _ in _scan_plain(self._data_path):
+            for offset, _ in scan_plain(self._data_path):
                 offs.append(offset)
             offsets = np.frombuffer(offs, dtype=np.int64) if len(offs) else np.zeros(0, np.int64)
         # Record i spans bounds[i]..bounds[i+1].
         self._bounds = np.append(offsets, np.int64(size)).astype(np.int64)
+
+    def _open_compressed(self, comp: str) -> np.ndarray:
+        """The record bounds of a compressed file, from its binary index (checked
+        against the file) or one pass over it; sets up reading from seek points."""
+        size = _fs.size(self.path)
+        index: Optional[_gzindex.GzIndex] = None
+        table: Optional[np.ndarray] = None
+        if self.index_path is not None:
+            loaded = load_index(self.index_path)
+            if isinstance(loaded, _gzindex.GzIndex):
+                if loaded.compression != comp:
+                    raise StaleIndexError(
+                        f"stale index: {self.index_path!r} is the index of a "
+                        f"{loaded.compression} file and {self.path!r} is {comp}; rebuild it "
+                        "with create_index()",
+                        path=self.index_path,
+                    )
+                check_gz_index(loaded, self.path, size, self.index_path)
+                index = loaded
+            else:
+                table = loaded
+        if index is None:
+            if _fs.is_url(self.path):
+                raise RandomAccessError(
+                    f"random access into a remote {comp} file needs its index (seek points): "
+                    f"none was found next to {self.path!r}. Write one with create_index(), "
+                    "or pass decompress=True to decompress the file once into a temporary "
+                    "file",
+                    path=self.path,
+                )
+            index = _gzindex.build(self.path, comp)
+            if table is not None:  # a text index: it must list the records found
+                assert self.index_path is not None
+                bounds = index.offsets()
+                if table.shape[1] == 1:
+                    ends = np.append(table[1:, 0], np.int64(index.total_out))
+                    table = np.stack([table[:, 0], ends - table[:, 0]], axis=1)
+                check_index(table, index.total_out, self.path, self.index_path)
+                if len(table) != len(index.lengths) or (table[:, 0] != bounds[:-1]).any():
+                    raise StaleIndexError(
+                        f"stale index: {self.index_path!r} does not list the records of "
+                        f"{self.path!r}; rebuild it with create_index()",
+                        path=self.index_path,
+                    )
+        self._gz = GzRanges(index, self._pread)
+        return index.offsets()
 
     # -- construction helpers
 
@@ -394,18 +232,27 @@ class TFRecordFile(Sequence[bytes], Closing):
         return name
 
     def _size(self) -> int:
-        return _file_size(self._data_path)
+        if self._gz is not None:
+            return self._gz.index.total_out
+        return _fs.size(self._data_path)
+
+    @property
+    def _crc(self) -> bool:
+        """Whether record CRCs are checked: with ``verify``, and always for records
+        inflated from a seek point (a damaged window inflates to plausible bytes)."""
+        return self.verify or self._gz is not None
 
     # -- low-level reads
 
-    def _read(self, start: int, n: int) -> bytes:
+    def _pread(self, start: int, n: int) -> bytes:
+        """Up to ``n`` bytes of the file at ``start`` (fewer at its end)."""
         if self._pid != os.getpid():  # forked: do not share the parent's file offset
             self._fd = None
             self._fobj = None
             self._pid = os.getpid()
         if _fs.is_url(self._data_path):
-            data = _fs.read_range(self._data_path, start, n)  # one ranged request
-        elif hasattr(os, "pread"):
+            return _fs.read_range(self._data_path, start, n)  # one ranged request
+        if hasattr(os, "pread"):
             fd = self._fd
             if fd is None:
                 with self._lock:
@@ -422,14 +269,30 @@ class TFRecordFile(Sequence[bytes], Closing):
                     break
                 parts.append(chunk)
                 got += len(chunk)
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        with self._lock:
+            if self._fobj is None:
+                self._fobj = open_binary(self._data_path, "rb")
+            self._fobj.seek(start)
+            return self._fobj.read(n)
+
+    def _read(self, start: int, n: int) -> bytes:
+        if self._gz is None:
+            data = self._pread(start, n)
         else:
-            with self._lock:
-                if self._fobj is None:
-                    self._fobj = open_binary(self._data_path, "rb")
-                self._fobj.seek(start)
-                data = self._fobj.read(n)
+            try:
+                data = self._gz.read(start, n)
+            except SeekPointError as err:
+                raise self._bad_point(err, start) from None
         if len(data) != n:
+            if self._gz is not None and self.index_path is not None:
+                raise StaleIndexError(
+                    f"stale index: the decompressed stream of {self.path!r} is shorter than "
+                    f"its index {self.index_path!r} says ({len(data)} of {n} bytes at "
+                    f"decompressed byte {start}); rebuild it with create_index()",
+                    path=self.index_path,
+                    offset=start,
+                )
             raise TruncatedRecordError(
                 f"the file is shorter than its index says ({len(data)} of {n} bytes at "
                 f"byte {start}); it changed since it was indexed",
@@ -439,6 +302,16 @@ class TFRecordFile(Sequence[bytes], Closing):
                 offset=start,
             )
         return data
+
+    def _bad_point(self, err: SeekPointError, start: int) -> StaleIndexError:
+        where = repr(self.index_path) if self.index_path else "the index built on opening"
+        return StaleIndexError(
+            f"seek point {err.point} of {where} does not fit {self.path!r}: {err}; the index "
+            "is damaged or not this file's (rebuild it with create_index()), or the file "
+            "is corrupt",
+            path=self.index_path or self.path,
+            offset=start,
+        )
 
     def _check_headers(self) -> None:
         """Cheap check that the index fits the file: the first and last records' headers."""
@@ -460,10 +333,19 @@ class TFRecordFile(Sequence[bytes], Closing):
     def _decode(self, buf: bytes, first: int, count: int) -> list[bytes]:
         start = int(self._bounds[first])
         try:
-            out = list(iter_records(buf, verify=self.verify, offset=start, index=first))
+            out = list(iter_records(buf, verify=self._crc, offset=start, index=first))
         except TruncatedRecordError as err:
             raise self._stale(first, count, err) from None
         except CorruptRecordError as err:
+            if self._gz is not None and self.index_path is not None:
+                raise StaleIndexError(
+                    f"{err.message}, in bytes inflated through the index {self.index_path!r} "
+                    "(decompressed offsets): the index is damaged or not this file's "
+                    "(rebuild it with create_index()), or the file is corrupt",
+                    path=self.index_path,
+                    offset=err.offset,
+                    index=err.index,
+                ) from None
             if err.part == "header" and self.index_path is not None:
                 raise CorruptRecordError(
                     f"{err.message}; or the index {self.index_path!r} is stale "
@@ -486,7 +368,7 @@ class TFRecordFile(Sequence[bytes], Closing):
         return StaleIndexError(
             f"stale index: bytes {start}..{end} of the file are not the {count} record(s) "
             f"the index {self.index_path!r} says{why}; rebuild it with create_index()",
-            path=self.path,
+            path=self.index_path if self._gz is not None and self.index_path else self.path,
             offset=start,
             index=first,
         )
@@ -496,7 +378,7 @@ class TFRecordFile(Sequence[bytes], Closing):
         unexpected goes through :meth:`_decode`, which raises the precise error."""
         start, end = int(self._bounds[k]), int(self._bounds[k + 1])
         buf = self._read(start, end - start)
-        data = unframe(buf) if self.verify else None
+        data = unframe(buf) if self._crc else None
         return data if data is not None else self._decode(buf, k, 1)[0]
 
     def _read_run(self, first: int, stop: int) -> list[bytes]:
@@ -613,6 +495,8 @@ class TFRecordFile(Sequence[bytes], Closing):
             if self._fobj is not None:
                 self._fobj.close()
                 self._fobj = None
+            if self._gz is not None:
+                self._gz.drop()
             if self._tmp is not None and self._pid == os.getpid():
                 with contextlib.suppress(OSError):
                     os.remove(self._tmp)
@@ -623,6 +507,7 @@ class TFRecordFile(Sequence[bytes], Closing):
         state["_lock"] = None
         state["_fd"] = None
         state["_fobj"] = None
+        state["_gz"] = None if self._gz is None else self._gz.index
         # A copy in another process must not delete the owner's temporary file.
         state["_owner_tmp"] = state.pop("_tmp")
         return state
@@ -632,9 +517,14 @@ class TFRecordFile(Sequence[bytes], Closing):
         self.__dict__.update(state)
         self._tmp = None
         self._lock = threading.Lock()
+        if self._gz is not None:
+            self._gz = GzRanges(state["_gz"], self._pread)
         if owner_tmp is not None:
             self._data_path = owner_tmp
 
     def __repr__(self) -> str:
-        extra = f" decompressed from {self.compression}" if self.compression else ""
+        if self._gz is not None:
+            extra = f" {self.compression}, {len(self._gz.index.points)} seek points"
+        else:
+            extra = f" decompressed from {self.compression}" if self.compression else ""
         return f"<TFRecordFile {self.path!r} records={len(self)}{extra}>"

@@ -1,0 +1,176 @@
+"""Reading a byte range of a compressed file's decompressed stream, from a seek point.
+
+:class:`GzRanges` answers ``read(start, n)`` in decompressed offsets: it starts an
+inflater at the last seek point of the index (:mod:`tfrecord_lite._files._gzindex`)
+at or before ``start`` (a block: :func:`~tfrecord_lite._files._restart.restart`;
+a GZIP member or the ZLIB stream: a fresh inflater), drops the output before
+``start`` and returns the ``n`` bytes after it, crossing into following GZIP
+members as needed. Output is made at most :data:`CHUNK` bytes per call, so memory
+is bounded whatever the stream holds.
+
+The inflater a read leaves off with is kept, so a read that starts at or after
+where the last one ended (iterating, consecutive slices) goes on from there
+instead of from a seek point. Each read takes the kept inflater for itself, so
+threads can read at once (each from its own seek point).
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ._gzindex import BLOCK, GzIndex, SeekPoint
+from ._restart import restart
+from ._sniff import GZIP_MAGIC
+
+__all__ = ["CHUNK", "GzRanges", "SeekPointError"]
+
+#: At most this many output bytes per inflate call.
+CHUNK = 1024 * 1024
+#: Compressed bytes read at a time.
+_READ = 256 * 1024
+
+ReadAt = Callable[[int, int], bytes]
+
+
+class SeekPointError(Exception):
+    """Internal: inflating from a seek point failed or ended early (the index is
+    not this file's, or is damaged); the caller raises StaleIndexError."""
+
+    def __init__(self, message: str, point: int) -> None:
+        super().__init__(message)
+        self.point = point
+
+
+class _Cursor:
+    """An inflater standing at output offset ``out``."""
+
+    def __init__(self, index: GzIndex, k: int, read_at: ReadAt) -> None:
+        p: SeekPoint = index.points[k]
+        self.point = k
+        self.read_at = read_at
+        self.gzip = index.compression == "GZIP"
+        self.out = p.out
+        byte, bit = divmod(p.bit, 8)
+        self.raw = p.kind == BLOCK
+        if self.raw:
+            first = read_at(byte, 1) if bit else b""
+            if bit and not first:
+                raise SeekPointError("the seek point is past the end of the file", k)
+            self.z, self.pending = restart(p.window, first[0] if bit else 0, bit)
+            self.comp = byte + 1 if bit else byte
+        else:
+            self.z = zlib.decompressobj(31 if self.gzip else 15)
+            self.pending = b""
+            self.comp = byte
+        self.ended = False
+
+    def _more(self) -> bytes:
+        data = self.read_at(self.comp, _READ)
+        self.comp += len(data)
+        return data
+
+    def _next_stream(self) -> None:
+        """After the end of a stream: the next GZIP member, or the end."""
+        tail = self.z.unused_data
+        if self.raw:  # the trailer a raw inflater leaves: CRC32 + size, or Adler-32
+            need = 8 if self.gzip else 4
+            while len(tail) < need:
+                more = self._more()
+                if not more:
+                    break
+                tail += more
+            tail = tail[need:]
+        self.raw = False
+        if not self.gzip:
+            self.ended = True
+            return
+        while len(tail) < 2:
+            more = self._more()
+            if not more:
+                break
+            tail += more
+        if tail[:2] != GZIP_MAGIC:
+            self.ended = True
+            return
+        self.z = zlib.decompressobj(31)
+        self.pending = tail
+
+    def produce(self, limit: int) -> bytes:
+        """The next output bytes (at most ``limit``); ``b""`` at the end of the file."""
+        while not self.ended:
+            if self.z.eof:
+                self._next_stream()
+                continue
+            if not self.pending:
+                self.pending = self._more()
+                if not self.pending:
+                    self.ended = True  # cut short: the caller sees too few bytes
+                    break
+            try:
+                got: bytes = self.z.decompress(self.pending, limit)
+            except zlib.error as err:
+                raise SeekPointError(f"inflating fails ({err})", self.point) from None
+            self.pending = b"" if self.z.eof else self.z.unconsumed_tail
+            if got:
+                self.out += len(got)
+                return got
+        return b""
+
+
+class GzRanges:
+    """``read(start, n)``: bytes of the decompressed stream (see the module docs)."""
+
+    def __init__(self, index: GzIndex, read_at: ReadAt) -> None:
+        self.index = index
+        self.read_at = read_at
+        self._outs = np.array([p.out for p in index.points], dtype=np.int64)
+        self._lock = threading.Lock()
+        self._kept: Optional[_Cursor] = None
+
+    def _cursor(self, start: int) -> _Cursor:
+        k = int(np.searchsorted(self._outs, start, side="right")) - 1
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is not None and int(self._outs[k]) <= kept.out <= start:
+            return kept
+        return _Cursor(self.index, k, self.read_at)
+
+    def read(self, start: int, n: int) -> bytes:
+        """``n`` bytes from ``start`` (fewer only where the file ends early)."""
+        cur = self._cursor(start)
+        while cur.out < start:
+            got = cur.produce(min(CHUNK, start - cur.out))
+            if not got:
+                break
+        parts: list[bytes] = []
+        have = 0
+        if cur.out == start:
+            while have < n:
+                got = cur.produce(min(CHUNK, n - have))
+                if not got:
+                    break
+                parts.append(got)
+                have += len(got)
+        if not cur.ended:
+            with self._lock:
+                self._kept = cur
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def drop(self) -> None:
+        """Forget the kept inflater (its memory)."""
+        with self._lock:
+            self._kept = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_lock"] = None
+        state["_kept"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
