@@ -105,7 +105,47 @@ def inflate(
     cut; a damaged stream is a :class:`CompressionError` after everything before
     the damage was yielded. ``restart`` (a re-readable stream) lets the ISA-L
     backend be used: see the module docstring.
+
+    The output of small GZIP members is joined up to ``chunk`` bytes (within one
+    block of input: nothing is held back while the next block is read), so a file
+    of a million one-record members costs the reader a few hundred chunks, not a
+    million.
     """
+    chunk = max(1, min(chunk, INFLATE_CHUNK))
+    held: list[bytes] = []
+    size = 0
+    try:
+        for out in _inflate(raw, compression, path, restart, chunk):
+            if out and size + len(out) <= chunk:
+                held.append(out)
+                size += len(out)
+                continue
+            if held:  # at ``chunk``, or the input block is used up (b"")
+                yield held[0] if len(held) == 1 else b"".join(held)
+                held.clear()
+                size = 0
+            if out:
+                held.append(out)
+                size = len(out)
+    except GeneratorExit:
+        raise
+    except BaseException:
+        if held:  # what came before an error or an early end is handed out first
+            yield held[0] if len(held) == 1 else b"".join(held)
+        raise
+    if held:
+        yield held[0] if len(held) == 1 else b"".join(held)
+
+
+def _inflate(
+    raw: Iterator[bytes],
+    compression: str,
+    path: Optional[str],
+    restart: Optional[Restart],
+    chunk: int,
+) -> Iterator[bytes]:
+    """:func:`inflate`'s output as the inflater makes it, and ``b""`` before each
+    block of input is read (where :func:`inflate` hands out what it holds)."""
     backend = inflate_backend(restart is not None)
     wbits = 31 if compression == "GZIP" else 15
     chunk = max(1, min(chunk, INFLATE_CHUNK))
@@ -184,6 +224,7 @@ def inflate(
                 data = data[used:]
             if replay:
                 break
+            yield b""  # the next block may keep the reader waiting
         if not replay and backend == "isal" and started and not z.eof and not carry:
             replay = True  # a premature end: let zlib judge it, from the member's start
         if not replay:
