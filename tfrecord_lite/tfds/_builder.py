@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Optional, Union
 
 from .._data import TFRecordDataset
@@ -14,11 +15,15 @@ from ._decoder import _Decode, make_decode
 from ._features import UnsupportedFeatureError
 from ._source import DataSource, open_shard
 from ._splits import check_files, file_instructions
+from ._steps import EpisodeSteps, dataset_features, steps_feature
 
 DEFAULT_CYCLE_LENGTH = 16
 DEFAULT_BLOCK_LENGTH = 16
 #: Records parsed together by ``as_dataset`` (one vectorized ``parse_example`` call).
 DECODE_BATCH = 64
+#: The same for datasets of episodes (a ``Dataset`` feature): an episode is one record of
+#: many steps, so episodes are decoded one at a time to keep memory to one episode each.
+EPISODE_DECODE_BATCH = 1
 
 
 class ReadConfig(NamedTuple):
@@ -125,11 +130,46 @@ class Builder:
         # Records are parsed DECODE_BATCH at a time (one vectorized parse_example), then
         # handed out one example at a time again.
         decode = make_decode(self.info, decoders, as_supervised, files)
-        ds = ds.batch(DECODE_BATCH).map(decode.many, num_parallel_calls=num_parallel_calls)
+        size = EPISODE_DECODE_BATCH if dataset_features(self.info.features) else DECODE_BATCH
+        ds = ds.batch(size).map(decode.many, num_parallel_calls=num_parallel_calls)
         ds = ds.unbatch()
         if batch_size is not None:
             ds = ds.batch(batch_size)
         return ds
+
+    def as_steps(
+        self,
+        split: str,
+        *,
+        steps: Optional[str] = None,
+        episode_keys: Sequence[str] = (),
+        decoders: Any = None,
+        read_config: Optional[ReadConfig] = None,
+        num_parallel_calls: Optional[int] = None,
+    ) -> TFRecordDataset:
+        """The steps of every episode of ``split``, one element per step (frame-level training).
+
+        For episodic datasets (RLDS, Open X-Embodiment), whose ``steps`` feature is a
+        ``tfds.features.Dataset``. Each element is a dict of the step's features, as
+        TFDS yields the elements of an episode's ``steps`` dataset (``observation``
+        dicts, images ``(H, W, C)``, NumPy scalars, ``bytes``), plus
+        ``episode_index`` (the episode's position in ``as_dataset(split)``, ``np.int64``)
+        and ``step_index`` (the step's position in its episode). ``episode_keys``
+        names episode features to copy into every step (``("episode_metadata",)``).
+        ``steps`` names the Dataset feature when there are several. Episodes are read
+        and decoded one at a time, in ``as_dataset``'s order; chain ``shuffle`` and
+        ``batch`` on the result for training. ``decoders``, ``read_config`` and
+        ``num_parallel_calls`` are those of :meth:`as_dataset`.
+        """
+        key = steps_feature(self.info.features, steps, self.info.name)
+        flatten = EpisodeSteps(self.info.features, key, episode_keys)
+        episodes = self.as_dataset(
+            split,
+            decoders=decoders,
+            read_config=read_config,
+            num_parallel_calls=num_parallel_calls,
+        )
+        return episodes.enumerate().map(flatten).unbatch()
 
     def as_data_source(
         self,

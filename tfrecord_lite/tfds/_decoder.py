@@ -36,6 +36,7 @@ from .._examples import (
 from .._files import TFRecordFile
 from ._dataset_info import DatasetInfo
 from ._features import FeatureConnector, TensorInfo, UnsupportedFeatureError, _shape_str, _wire
+from ._sequence_features import Dataset, FeaturesDict
 
 
 def _parse_specs(key: str, info: TensorInfo) -> dict[str, Any]:
@@ -217,6 +218,9 @@ class ExampleDecoder:
                 batch[key] = RaggedFeature(wire)
         #: The batch specs compiled once: every batch parses with this plan, unchecked.
         self.plan = compile_features(batch)
+        #: The keys of the nested datasets (RLDS ``steps``): all their leaves hold one
+        #: value per step, which is checked (TFDS cannot slice them into steps either).
+        self.datasets = _dataset_keys(features, "")
         self._key_info = {key: (wire, shape is not None) for key, wire, shape in self._keys}
 
     def decode_batch(self, records: list[bytes]) -> list[dict[str, Any]]:
@@ -264,6 +268,8 @@ class ExampleDecoder:
                 for path, values in finals:
                     _put(ex, path, values[j])
                 out.append(ex)
+        for ex in out if self.datasets else ():
+            _check_steps(ex, self.datasets)
         return out
 
     def _finish(self, leaf: Leaf, parsed: Mapping[str, Any]) -> Any:
@@ -302,6 +308,8 @@ class ExampleDecoder:
                 out[leaf.key] = value
             else:
                 _put(out, leaf.path, value)
+        if self.datasets:
+            _check_steps(out, self.datasets)
         return out
 
     def decode_parsed(self, parsed: Mapping[str, Any]) -> dict[str, Any]:
@@ -309,7 +317,48 @@ class ExampleDecoder:
         out: dict[str, Any] = {}
         for leaf in self.leaves:
             _put(out, leaf.path, self._finish(leaf, parsed))
+        if self.datasets:
+            _check_steps(out, self.datasets)
         return out
+
+
+def _dataset_keys(feature: FeatureConnector, prefix: str) -> list[str]:
+    """The ``/``-joined keys of the ``Dataset`` connectors in a tree."""
+    if isinstance(feature, Dataset):
+        return [prefix]
+    if isinstance(feature, FeaturesDict):
+        return [
+            key
+            for name, f in feature.items()
+            for key in _dataset_keys(f, f"{prefix}/{name}" if prefix else name)
+        ]
+    return []
+
+
+def _check_steps(example: Mapping[str, Any], keys: list[str]) -> None:
+    """:class:`ParseError` unless every leaf of each nested dataset has one value per step."""
+    for key in keys:
+        value: Any = example
+        for part in key.split("/"):
+            value = value[part]
+        lengths: dict[int, str] = {}
+        for name, leaf in _named_leaves(value, key):
+            lengths.setdefault(len(leaf), name)
+        if len(lengths) > 1:
+            shown = ", ".join(f"{name} has {n}" for n, name in sorted(lengths.items()))
+            raise ParseError(
+                f"feature {key!r}: its features hold different numbers of steps ({shown}); "
+                "every step feature of a Dataset has one value per step",
+                key=key,
+            )
+
+
+def _named_leaves(value: Any, key: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _named_leaves(v, f"{key}/{k}")
+    else:
+        yield key, value
 
 
 _WIRE_OF = {"int64": "int64", "float32": "float32", "string": "string"}

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._features import FeatureConnector, UnsupportedFeatureError, _dtype, _shape
 from ._image_features import Image
-from ._sequence_features import FeaturesDict, Sequence, Video
+from ._sequence_features import Dataset, FeaturesDict, Sequence, Video
 from ._tensor_features import Audio, BBoxFeature, ClassLabel, Scalar, Tensor, Text
 
 MAX_DEPTH = 32
@@ -23,7 +23,6 @@ MAX_CLASSES = 10_000_000
 _KNOWN_UNSUPPORTED = {
     "Translation",
     "TranslationVariableLanguages",
-    "Dataset",
     "LabeledImage",
     "Optional",
 }
@@ -67,6 +66,16 @@ def features_from_json(
             dtype=_dtype(v.get("dtype", "uint8"), where),
             encoding_format=_image_format(v.get("encodingFormat", "png"), where),
         )
+    if short == "Dataset":
+        s = body("sequence")
+        if int(s.get("length", -1)) != -1:
+            raise ValueError(f"features.json: {where}: a Dataset has no fixed length")
+        inner = features_from_json(s.get("feature"), _depth + 1, count)
+        if _holds_dataset(inner):
+            raise UnsupportedFeatureError(
+                f"{where}: a Dataset inside a Dataset (TFDS itself supports one level)"
+            )
+        return Dataset(inner)
     if short == "Sequence" or ("sequence" in value and not short):
         s = body("sequence")
         length = int(s.get("length", -1))
@@ -124,8 +133,18 @@ def features_from_json(
     raise UnsupportedFeatureError(
         f"TFDS feature connector {shown!r}{hint} is not supported by tfrecord_lite.tfds; "
         "supported: FeaturesDict, Tensor, Scalar, ClassLabel, Text, Image, BBoxFeature, "
-        "Sequence, Video, Audio"
+        "Sequence, Dataset, Video, Audio"
     )
+
+
+def _holds_dataset(feature: FeatureConnector) -> bool:
+    if isinstance(feature, Dataset):
+        return True
+    if isinstance(feature, FeaturesDict):
+        return any(_holds_dataset(f) for f in feature.values())
+    if isinstance(feature, Sequence):
+        return _holds_dataset(feature.feature)
+    return False
 
 
 def _dim(n: int, where: str) -> int:

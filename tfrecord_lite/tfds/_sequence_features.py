@@ -1,5 +1,6 @@
 """The container connectors: ``FeaturesDict`` (a dict of connectors), ``Sequence``
-(a list of a connector, stacked) and ``Video`` (a sequence of encoded frames).
+(a list of a connector, stacked), ``Dataset`` (a nested dataset, the ``steps`` of
+RLDS episodes, stored as a sequence) and ``Video`` (a sequence of encoded frames).
 """
 
 from __future__ import annotations
@@ -73,11 +74,12 @@ def _dict_repr(title: str, features: Mapping[str, FeatureConnector], indent: int
     pad = "    " * (indent + 1)
     lines = [f"{title}({{"]
     for k, f in features.items():
-        inner = (
-            _dict_repr(type(f).__name__, f._features, indent + 1)
-            if isinstance(f, FeaturesDict)
-            else repr(f)
-        )
+        if isinstance(f, FeaturesDict):
+            inner = _dict_repr(type(f).__name__, f._features, indent + 1)
+        elif isinstance(f, Dataset) and isinstance(f.feature, FeaturesDict):
+            inner = _dict_repr(type(f).__name__, f.feature._features, indent + 1)
+        else:
+            inner = repr(f)
         lines.append(f"{pad}{k!r}: {inner},")
     lines.append("    " * indent + "})")
     return "\n".join(lines)
@@ -131,6 +133,26 @@ def _map_info(info: Any, length: Optional[int]) -> Any:
     if isinstance(info, dict):
         return {k: _map_info(v, length) for k, v in info.items()}
     return info.with_length(length)
+
+
+class Dataset(Sequence):
+    """``tfds.features.Dataset``: a nested dataset, such as the ``steps`` of an RLDS episode.
+
+    TFDS stores it exactly as a ``Sequence`` of its feature (``steps/observation/image``
+    holds one encoded image per step), and hands it out as a nested ``tf.data.Dataset``
+    of steps. Here it decodes to what stacking those steps gives: the feature's nested
+    dict with every leaf an array whose first axis is the step (images ``(T, H, W, C)``,
+    text an object array of ``bytes``); an episode without steps has arrays of length 0.
+    ``Builder.as_steps`` flattens the episodes into single steps.
+    """
+
+    tfds_class = "tensorflow_datasets.core.features.dataset_feature.Dataset"
+
+    def __init__(self, feature: FeatureConnector) -> None:
+        super().__init__(feature, length=None)
+
+    def _repr_args(self) -> str:
+        return repr(self.feature)
 
 
 class Video(Sequence):

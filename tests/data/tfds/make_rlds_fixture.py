@@ -1,0 +1,204 @@
+"""Write the small RLDS dataset ``tests/data/tfds/tfl_rlds/`` with the real tensorflow-datasets.
+
+RLDS (the layout of the Open X-Embodiment robotics datasets) stores one episode per
+record: episode metadata, and the episode's ``steps`` as a ``tfds.features.Dataset``.
+Run from the repository root with the interop environment::
+
+    .venv-interop/bin/python tests/data/tfds/make_rlds_fixture.py tests/data/tfds
+
+It writes ``OUT/tfl_rlds/1.0.0/`` as ``download_and_prepare`` lays it out, and
+``OUT/reference/tfl_rlds-<split>.json``: every episode of
+``tfds.as_numpy(builder.as_dataset(split))`` with its ``steps`` dataset stacked
+(each step feature an array with the step as first axis; an empty episode stacks
+to arrays of length 0 shaped by the dataset's element spec), in the format of
+``make_tfds_fixtures.encode_leaf``.
+
+The episodes have 5, 1, 3, 0, 8 and 2 steps (train, two shards) and 4 and 1 (test);
+each step holds a PNG and a JPEG image, float vectors, a float and booleans (the
+RLDS step fields), a text instruction and a nested observation dict; each episode
+holds metadata (text, int, bool, a float vector). Deterministic apart from the
+generation timestamps TFDS stores; ``tests/interop/test_tfds_rlds_interop.py``
+regenerates it and compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def _fixtures_module() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "make_tfds_fixtures", HERE / "make_tfds_fixtures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_tfds_fixtures", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+base = _fixtures_module()  # sets up TensorFlow quietly; encode_tree, _picture
+tf = base.tf
+tfds = base.tfds
+
+TRAIN_LENGTHS = (5, 1, 3, 0, 8, 2)
+TEST_LENGTHS = (4, 1)
+
+
+class TflRlds(tfds.core.GeneratorBasedBuilder):
+    """Episodes of robot steps in the RLDS layout: ``steps`` is a ``tfds.features.Dataset``."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES: ClassVar[dict[str, str]] = {"1.0.0": "Fixture for tfrecord_lite."}
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        F = tfds.features
+        return tfds.core.DatasetInfo(
+            builder=self,
+            description="RLDS-style episodes (steps as a nested Dataset).",
+            features=F.FeaturesDict(
+                {
+                    "steps": F.Dataset(
+                        {
+                            "observation": F.FeaturesDict(
+                                {
+                                    "image": F.Image(shape=(12, 16, 3)),
+                                    "wrist_image": F.Image(shape=(8, 8, 3), encoding_format="jpeg"),
+                                    "state": F.Tensor(shape=(7,), dtype=np.float32),
+                                    "depth": F.Tensor(shape=(2, 3), dtype=np.float64),
+                                }
+                            ),
+                            "action": F.Tensor(shape=(4,), dtype=np.float32),
+                            "reward": F.Scalar(dtype=np.float32),
+                            "discount": F.Scalar(dtype=np.float32),
+                            "is_first": F.Scalar(dtype=np.bool_),
+                            "is_last": F.Scalar(dtype=np.bool_),
+                            "is_terminal": F.Scalar(dtype=np.bool_),
+                            "language_instruction": F.Text(),
+                            "gripper": F.ClassLabel(names=["open", "closed"]),
+                        }
+                    ),
+                    "episode_metadata": F.FeaturesDict(
+                        {
+                            "file_path": F.Text(),
+                            "episode_id": F.Scalar(dtype=np.int64),
+                            "success": F.Scalar(dtype=np.bool_),
+                            "origin": F.Tensor(shape=(3,), dtype=np.float32),
+                        }
+                    ),
+                }
+            ),
+        )
+
+    def _split_generators(self, dl_manager: Any) -> dict[str, Any]:
+        return {
+            "train": self._generate_examples(TRAIN_LENGTHS, 0),
+            "test": self._generate_examples(TEST_LENGTHS, 1),
+        }
+
+    def _generate_examples(self, lengths: tuple[int, ...], seed: int) -> Any:
+        rng = np.random.default_rng(4000 + seed)
+        instructions = ["pick up the red block", "open the drawer", "wipe the table ☕", ""]
+        for e, n in enumerate(lengths):
+            text = instructions[(e + seed) % len(instructions)]
+            steps = [
+                {
+                    "observation": {
+                        "image": base._picture(rng, 12, 16, 3),
+                        "wrist_image": base._picture(rng, 8, 8, 3),
+                        "state": rng.normal(size=7).astype(np.float32),
+                        "depth": rng.uniform(0, 5, size=(2, 3)),
+                    },
+                    "action": rng.uniform(-1, 1, size=4).astype(np.float32),
+                    "reward": np.float32(1.0 if t == n - 1 else 0.0),
+                    "discount": np.float32(1.0),
+                    "is_first": t == 0,
+                    "is_last": t == n - 1,
+                    "is_terminal": t == n - 1 and e % 2 == 0,
+                    "language_instruction": text,
+                    "gripper": int(rng.integers(0, 2)),
+                }
+                for t in range(n)
+            ]
+            yield (
+                f"episode{seed}-{e}",
+                {
+                    "steps": steps,
+                    "episode_metadata": {
+                        "file_path": f"/data/raw/run{seed}/episode_{e}.npz",
+                        "episode_id": np.int64(1000 * seed + e),
+                        "success": e % 3 != 1,
+                        "origin": rng.normal(size=3).astype(np.float32),
+                    },
+                },
+            )
+
+
+def _empty(spec: Any) -> Any:
+    """The stacked value of no steps: arrays of length 0 shaped by the element spec."""
+    if isinstance(spec, dict):
+        return {k: _empty(v) for k, v in spec.items()}
+    shape = [0, *(0 if d is None else d for d in spec.shape.as_list())]
+    dtype = object if spec.dtype == tf.string else spec.dtype.as_numpy_dtype
+    return np.zeros(shape, dtype=dtype)
+
+
+def stack_steps(steps: list[Any], spec: Any) -> Any:
+    """TFDS's steps (one dict per step) -> one dict of arrays with the step first."""
+    if not steps:
+        return _empty(spec)
+    if isinstance(spec, dict):
+        return {k: stack_steps([s[k] for s in steps], spec[k]) for k in spec}
+    if isinstance(steps[0], bytes):
+        out = np.empty(len(steps), dtype=object)
+        out[:] = steps
+        return out
+    return np.stack(steps)
+
+
+def episodes(builder: Any, split: str) -> list[dict[str, Any]]:
+    """Every episode as TFDS yields it, its ``steps`` dataset stacked."""
+    out = []
+    for episode in builder.as_dataset(split=split):
+        spec = episode["steps"].element_spec
+        steps = list(tfds.as_numpy(episode["steps"]))
+        rest = tfds.as_numpy({k: v for k, v in episode.items() if k != "steps"})
+        out.append({**rest, "steps": stack_steps(steps, spec)})
+    return out
+
+
+def write_reference(builder: Any, out: Path) -> None:
+    ref = out / "reference"
+    ref.mkdir(parents=True, exist_ok=True)
+    for split in builder.info.splits:
+        examples = [base.encode_tree(ex) for ex in episodes(builder, split)]
+        text = json.dumps(examples, sort_keys=True, separators=(",", ":"))
+        (ref / f"tfl_rlds-{split}.json").write_text(text + "\n", encoding="ascii")
+
+
+def build(out: Path) -> Any:
+    builder = TflRlds(data_dir=str(out))
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(num_shards=2))
+    write_reference(builder, out)
+    return builder
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="directory to write (a TFDS data_dir)")
+    args = parser.parse_args(argv)
+    build(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
