@@ -41,12 +41,30 @@ def _numpy_engine(monkeypatch: Any) -> None:
 KINDS = {"int64_list": tfr.int64, "float_list": tfr.float32, "bytes_list": tfr.string}
 
 
-def _list(kind: str, values: list[Any], style: str) -> bytes:
-    """A Bytes/Float/Int64List message; ``style``: packed, unpacked, chunks."""
+#: Where a record's length prefixes may be written overlong (zero-padded varints).
+LEVELS = ("features", "entry", "key", "feature", "list", "item")
+
+
+def _ldw(field: int, payload: bytes, width: int = 0) -> bytes:
+    """A length-delimited field whose length takes ``width`` bytes (0: the shortest);
+    over 5 bytes, protobuf refuses the record."""
+    if not width:
+        return _ld(field, payload)
+    n, out = len(payload), bytearray()
+    for _ in range(width - 1):
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return _varint(field << 3 | 2) + bytes(out) + bytes([n]) + payload
+
+
+def _list(kind: str, values: list[Any], style: str, wide: tuple[str, int] = ("", 0)) -> bytes:
+    """A Bytes/Float/Int64List message; ``style``: packed, unpacked, chunks. A float
+    given as 4 bytes is those bits (signalling NaNs: a float would quiet them)."""
+    w = wide[1] if wide[0] == "item" else 0
     if kind == "bytes_list":
-        return b"".join(_ld(1, v) for v in values)
+        return b"".join(_ldw(1, v, w) for v in values)
     if kind == "float_list":
-        items = [struct.pack("<f", v) for v in values]
+        items = [v if isinstance(v, bytes) else struct.pack("<f", v) for v in values]
         unpacked = [b"\x0d" + x for x in items]
     else:
         items = [_varint(v) for v in values]
@@ -56,23 +74,36 @@ def _list(kind: str, values: list[Any], style: str) -> bytes:
     if style == "unpacked":
         return b"".join(unpacked)
     if style == "chunks" and len(items) > 1:
-        return _ld(1, b"".join(items[:1])) + _ld(1, b"".join(items[1:]))
-    return _ld(1, b"".join(items))
+        return _ldw(1, b"".join(items[:1]), w) + _ldw(1, b"".join(items[1:]), w)
+    return _ldw(1, b"".join(items), w)
 
 
-def _example(entries: list[tuple[str, str | None, list[Any], str]], extra: bytes = b"") -> bytes:
+def _example(
+    entries: list[tuple[str, str | None, list[Any], str]],
+    extra: bytes = b"",
+    wide: tuple[str, int] = ("", 0),
+) -> bytes:
+    """An Example; ``wide``: (a level of :data:`LEVELS`, a width) writes that level's
+    length prefixes in that many bytes."""
     body = b""
     field = {"bytes_list": 1, "float_list": 2, "int64_list": 3}
+    w = {level: wide[1] if wide[0] == level else 0 for level in LEVELS}
     for key, kind, values, style in entries:
-        feature = b"" if kind is None else _ld(field[kind], _list(kind, values, style))
+        feature = (
+            b"" if kind is None else _ldw(field[kind], _list(kind, values, style, wide), w["list"])
+        )
         entry_tail = b""
         if style == "two_kinds" and kind is not None:
             # oneof: a second kind after the first one; the last one set wins
             feature += _ld(field["int64_list"], _list("int64_list", [9], "packed"))
         elif style == "entry_tail":
             entry_tail = b"\x18\x01"  # an unknown field inside the map entry
-        body += _ld(1, _ld(1, key.encode()) + _ld(2, feature) + entry_tail)
-    return _ld(1, body) + extra
+        body += _ldw(
+            1,
+            _ldw(1, key.encode(), w["key"]) + _ldw(2, feature, w["feature"]) + entry_tail,
+            w["entry"],
+        )
+    return _ldw(1, body, w["features"]) + extra
 
 
 def _values(rng: random.Random, kind: str, n: int) -> list[Any]:
@@ -80,7 +111,14 @@ def _values(rng: random.Random, kind: str, n: int) -> list[Any]:
         pool = [0, 1, 5, 127, 128, 300, 2**31, 2**63 - 1, -1, -(2**63)]
         return [rng.choice(pool) if rng.random() < 0.5 else rng.randrange(0, 100) for _ in range(n)]
     if kind == "float_list":
-        return [float(np.float32(rng.uniform(-3, 3))) for _ in range(n)]
+        # now and then the bits of a NaN: signalling (quiet bit clear) or quiet, any sign
+        nans = [0x7F800001, 0x7FA00005, 0xFF800003, 0x7FC00000, 0xFFC12345]
+        return [
+            struct.pack("<I", rng.choice(nans))
+            if rng.random() < 0.05
+            else float(np.float32(rng.uniform(-3, 3)))
+            for _ in range(n)
+        ]
     return [rng.randbytes(rng.choice([0, 1, 3, 3, 3, 40])) for _ in range(n)]
 
 
@@ -128,7 +166,10 @@ def _batch(
             extra = _ld(1, b"")  # a second Features field: merged Examples
         elif r < 0.03:
             extra = b"\x10\x01"  # an unknown field
-        record = _example(entries, extra)
+        wide = ("", 0)
+        if rng.random() < 0.04:  # length prefixes of 2-10 bytes (over 5: refused)
+            wide = (rng.choice(LEVELS), rng.randint(2, 10))
+        record = _example(entries, extra, wide)
         if rng.random() < 0.01:
             record = record[: rng.randrange(len(record) + 1)]  # garbage
         records.append(record)
@@ -159,6 +200,12 @@ def _parse(records: list[bytes], specs: dict[str, Any], fast: bool, monkeypatch:
         return ("error", type(err).__name__, str(err))
 
 
+def _bits(a: np.ndarray) -> list[Any]:
+    """An array's values, floats as their bits (NaNs compare, and their payloads)."""
+    out: list[Any] = (a.view(np.uint32) if a.dtype == np.float32 else a).tolist()
+    return out
+
+
 def _same(a: Any, b: Any) -> None:
     assert a[0] == b[0], (a, b)
     if a[0] == "error":
@@ -170,12 +217,13 @@ def _same(a: Any, b: Any) -> None:
         assert type(x) is type(y), key
         if isinstance(x, np.ndarray):
             assert x.dtype == y.dtype and x.shape == y.shape, key
-            assert x.tolist() == y.tolist(), key
+            assert _bits(x) == _bits(y), key
         elif isinstance(x, tfr.SparseValue):
             for p, q in zip(x, y):
-                assert p.dtype == q.dtype and p.tolist() == q.tolist(), key
+                assert p.dtype == q.dtype and _bits(p) == _bits(q), key
         else:
-            assert x.to_list() == y.to_list(), key
+            assert _bits(x.flat_values) == _bits(y.flat_values), key
+            assert x.to_list() == y.to_list() or x.flat_values.dtype == np.float32, key
             assert [s.tolist() for s in x.nested_row_splits] == [
                 s.tolist() for s in y.nested_row_splits
             ]

@@ -29,6 +29,7 @@ numba's on-disk cache, the first time a batch needs them, in the background for
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -41,6 +42,8 @@ from ._extract import _record_lengths
 from ._extracted import FastColumn, _contiguous
 from ._kernels import jit_available, loaded, warm
 from ._kernels import load as _load
+from ._keyhash import key_hash
+from ._keys import LOAD
 from ._schema import DType
 from ._walk import _bytes_objects
 from ._walk_sequences import SequenceColumns
@@ -52,6 +55,7 @@ __all__ = [
     "jit_available",
     "jit_extract",
     "jit_extract_sequences",
+    "jit_table",
 ]
 
 ENGINE_VARIABLE = "TFRECORD_LITE_ENGINE"
@@ -103,44 +107,48 @@ def engine_for(records: Sequence[bytes]) -> str:
     return "numpy" if np.count_nonzero(lengths == lengths[0]) * 2 >= len(lengths) else "jit"
 
 
-_M64 = 0xFFFFFFFFFFFFFFFF
-
-
-def _key_hash(key: bytes) -> int:
-    """:func:`~._jit_kernels.key_hash` of ``key``: its length, first and last 8 bytes."""
-    n = len(key)
-    first = int.from_bytes(key[:8], "little")
-    last = int.from_bytes(key[::-1][:8], "little")
-    h = ((first ^ (n * 0x9E3779B97F4A7C15)) & _M64) * 0xBF58476D1CE4E5B9 & _M64
-    h ^= h >> 31
-    h = (h ^ last) * 0x94D049BB133111EB & _M64
-    return h ^ (h >> 29)
-
-
 class JitTable:
     """The keys a plan reads, as the kernels look them up: an open-addressing hash
-    table (``slots``) over the keys' bytes (``kbytes``, ``koff``) and kinds."""
+    table (``slots``, at least :data:`~._keys.LOAD` per key, probed linearly) over
+    the keys' bytes (``kbytes``, ``koff``) and kinds. The hash is the whole key's
+    (:mod:`._keyhash`), so keys alike but for their middle bytes spread as any
+    others; ``probes`` is the longest probe sequence of any key."""
 
     def __init__(self, needed: Mapping[str, DType]) -> None:
         self.names = list(needed)
         self.dtypes = [needed[k] for k in self.names]
         keys = [k.encode("utf-8") for k in self.names]
-        #: Keys that are not ASCII never match (the walk leaves such records to protobuf).
         size = 8
-        while size < 2 * len(keys) + 2:
+        while size < LOAD * len(keys) + 2:
             size *= 2
-        self.slots = np.full(size, -1, dtype=np.int32)
+        slots = [-1] * size
+        longest_probe = 0
         for k, key in enumerate(keys):
             if not key.isascii():
-                continue
-            s = _key_hash(key) & (size - 1)
-            while self.slots[s] >= 0:
-                s = (s + 1) & (size - 1)
-            self.slots[s] = k
+                continue  # never matches (the walk leaves such records to protobuf)
+            s, step = key_hash(key) & (size - 1), 0
+            while slots[s] >= 0:
+                s, step = (s + 1) & (size - 1), step + 1
+            slots[s] = k
+            longest_probe = max(longest_probe, step)
+        self.slots = np.array(slots, dtype=np.int32)
+        #: The most slots any key's lookup visits.
+        self.probes = longest_probe + 1
         self.koff = np.zeros(len(keys) + 1, dtype=np.int64)
         np.cumsum([len(k) for k in keys], out=self.koff[1:])
         self.kbytes = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
         self.kkind = np.array([_KIND_OF[d.name] for d in self.dtypes], dtype=np.int8)
+
+
+@functools.lru_cache(maxsize=64)
+def _jit_table(keys: tuple[tuple[str, DType], ...]) -> JitTable:
+    return JitTable(dict(keys))
+
+
+def jit_table(needed: Mapping[str, DType]) -> JitTable:
+    """The :class:`JitTable` of ``needed``, built once per set of keys and dtypes
+    (parses that build their plan per call share it, as :func:`~._keys.key_table`)."""
+    return _jit_table(tuple(needed.items()))
 
 
 #: Bytes values of a key are made once per distinct value where at most this share

@@ -6,7 +6,7 @@ is imported (explicit signatures, ``nogil=True``, ``cache=True``): only
 ``jit`` engine, never ``import tfrecord_lite``.
 
 :func:`walk_examples` walks every record once: each map entry's key is found
-in the plan's hash table (its length, first and last 8 bytes mixed, linear
+in the plan's hash table (the whole key hashed, :mod:`._keyhash`; linear
 probing, then a byte-for-byte compare), and for each (key, record) it notes where the list's
 bytes are, how many values it holds, and whether they are packed. A record with
 anything it cannot decide with certainty is marked for the reference (protobuf)
@@ -15,8 +15,8 @@ a second ``features`` field (concatenated Examples), a field other than
 key-then-value in an entry (a key with no value included), a key given twice,
 a key that is not ASCII, a ``Feature`` with more than one field, several packed
 pieces or packed and unpacked values mixed in one list, a kind that is not the
-spec's, an unknown field, a varint longer than 10 bytes, or a length past its
-message. One fill kernel then copies every key's values of the records handled
+spec's, an unknown field, a varint longer than 10 bytes, a length prefix longer
+than 5 bytes, or a length past its message. One fill kernel then copies every key's values of the records handled
 (:func:`fill_values`). Outputs are one row per record (``[record, key]``) and
 every key's values of one kind go into one array: :mod:`._jit` does a few NumPy
 calls per batch and kind, not per key and record.
@@ -39,15 +39,17 @@ from typing import Any, Callable, TypeVar
 import numba
 import numpy as np
 
+from ._keyhash import FINAL, SEED, STEP
+
 __all__ = ["fill_values", "intern_bytes", "walk_examples"]
 
 #: Flags of a (key, record): absent, values one by one, packed, an empty ``Feature()``
 #: (an Example counts it as absent, a SequenceExample's context as present).
 ABSENT, UNPACKED, PACKED, EMPTY = 0, 1, 2, 4
+#: The longest length prefix protobuf reads (:data:`~._wire.MAX_LENGTH_LEN`).
+MAX_LENGTH_LEN = 5
 
-_K1 = np.uint64(0x9E3779B97F4A7C15)
-_K2 = np.uint64(0xBF58476D1CE4E5B9)
-_K3 = np.uint64(0x94D049BB133111EB)
+_SEED, _STEP, _FINAL = np.uint64(SEED), np.uint64(STEP), np.uint64(FINAL)
 
 #: No reference counting (``_nrt=False``): the kernels allocate nothing (every array
 #: comes from :mod:`._jit`), and numba's atomic increments and decrements of each
@@ -91,31 +93,44 @@ def _varint(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
 @_jit
 def _length(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
     """A length prefix at ``p`` whose bytes fit before ``end``: (length, start of
-    the bytes); start -1 if it does not."""
+    the bytes); start -1 if it does not, or if it takes over :data:`MAX_LENGTH_LEN`
+    bytes (protobuf refuses such a record; the reference path words it)."""
     if p < end and buf[p] < 0x80:  # (most lengths: one byte)
         n = int(buf[p])
         if n > end - p - 1:
             return 0, -1
         return n, p + 1
     n, q = _varint(buf, p, end)
-    if q < 0 or n < 0 or n > end - q:
+    if q < 0 or q - p > MAX_LENGTH_LEN or n < 0 or n > end - q:
         return 0, -1
     return n, q
 
 
 @_jit
+def _word(buf: np.ndarray, p: int, n: int) -> np.uint64:
+    """The ``n`` (at most 8) bytes from ``p`` as a little-endian word."""
+    w = np.uint64(0)
+    for j in range(n):
+        w |= np.uint64(buf[p + j]) << np.uint64(8 * j)
+    return w
+
+
+@_jit
 def key_hash(buf: np.ndarray, p: int, n: int) -> np.uint64:
-    """The key hash of ``buf[p:p+n]``: its length, first 8 and last 8 bytes mixed
-    (two words, not a multiply per byte; :mod:`._jit` computes it the same way)."""
-    first = np.uint64(0)
-    last = np.uint64(0)
-    for j in range(min(n, 8)):
-        first |= np.uint64(buf[p + j]) << np.uint64(8 * j)
-        last |= np.uint64(buf[p + n - 1 - j]) << np.uint64(8 * j)
-    h = (first ^ (np.uint64(n) * _K1)) * _K2
-    h ^= h >> np.uint64(31)
-    h = (h ^ last) * _K3
-    return h ^ (h >> np.uint64(29))
+    """The key hash of ``buf[p:p+n]`` (:mod:`._keyhash`): its length, then every
+    8-byte window (the last one the key's last 8 bytes), each folded in by a step
+    that keeps keys differing in any window apart, then a final mix."""
+    h = np.uint64(n + 1) * _SEED
+    if n < 8:
+        h = (h ^ _word(buf, p, n)) * _STEP
+        h ^= h >> np.uint64(32)
+    else:
+        for j in range((n + 7) // 8):
+            h = (h ^ _word(buf, p + min(8 * j, n - 8), 8)) * _STEP
+            h ^= h >> np.uint64(32)
+    h ^= h >> np.uint64(29)
+    h *= _FINAL
+    return h ^ (h >> np.uint64(32))
 
 
 @_jit

@@ -1,8 +1,9 @@
 """The key table of the entry walk: feature keys found by a vectorized hash.
 
-Each map entry's key bytes are hashed with one vectorized pass and looked up in
-a :class:`KeyTable` (then compared byte for byte), which gives each entry its
-key slot; a parse plan builds its table once (:func:`key_table`).
+Each map entry's key bytes are hashed whole (:mod:`._keyhash`, the compiled
+engine's hash too) and looked up in a :class:`KeyTable` (then compared byte for
+byte), which gives each entry its key slot; a parse plan builds its table once
+(:func:`key_table`).
 """
 
 from __future__ import annotations
@@ -14,20 +15,11 @@ import numpy as np
 
 from .._record import unaligned
 from ._extracted import _CODE_OF_DTYPE, _PAD
+from ._keyhash import hash_parts, key_hashes
 from ._schema import DType
 from ._vectors import _MASK
 
 __all__ = ["KeyTable", "key_table"]
-
-#: Multipliers of the key hash, one per 8-byte window (odd 64-bit constants).
-_MULT = np.array(
-    [(0x9E3779B97F4A7C15 * (2 * j + 1) + 0x632BE59BD9B4E019 * j) % 2**64 for j in range(64)],
-    dtype=np.uint64,
-) | np.uint64(1)
-
-
-_LENGTH_MULT = np.uint64(0xD6E8FEB86659FD93)
-
 
 _HIGH_BITS = np.uint64(0x8080808080808080)
 
@@ -48,18 +40,6 @@ def _key_words(words: np.ndarray, start: np.ndarray, length: np.ndarray, j: int)
     return np.where(inside, w, np.uint64(0))
 
 
-def _short_hash(w0: np.ndarray, wl: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """A hash of a key's length, first and last 8-byte windows."""
-    h = w0 * _MULT[0]
-    h ^= wl * _MULT[1]
-    h ^= length.astype(np.uint64) * _LENGTH_MULT
-    h ^= h >> np.uint64(31)
-    h *= _MULT[2]
-    h ^= h >> np.uint64(29)
-    out: np.ndarray = h
-    return out
-
-
 def _first_last(
     words: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -70,13 +50,20 @@ def _first_last(
     return w0, wl
 
 
+#: The table has at least this many buckets per key (linear probing stays short).
+LOAD = 4
+
+
 class KeyTable:
     """The feature keys one parse reads, compiled once for vectorized lookups.
 
     ``names``/``dtypes``: the keys in order (a key's *slot* is its position). A key
-    in a record is read as 8-byte windows; its length and first and last windows
-    pick a slot through a small collision-free hash table, then every window is
-    compared with the slot's key (which compares every byte).
+    in a record is hashed whole (:func:`~._keyhash.key_hashes`, the hash the compiled
+    engine uses too) into an open-addressing table of at least :data:`LOAD` buckets
+    per key, probed linearly; each candidate slot is compared window by window (which
+    compares every byte). ``probes``: the longest probe sequence any key needs,
+    which bounds a lookup's passes (one NumPy pass per probe over the keys still
+    unresolved; a key in no bucket on the way is not read).
     """
 
     def __init__(self, needed: Mapping[str, DType]) -> None:
@@ -91,15 +78,12 @@ class KeyTable:
         data = np.frombuffer(b"".join(encoded) + bytes(_PAD), dtype=np.uint8)
         words = unaligned(data, "<u8")
         self.windows = max(1, -(-int(lengths.max(initial=0)) // 8))
+        #: Keys longer than this are not read (no lookup needed).
+        self.longest = int(lengths.max(initial=-1))
         key_words = np.zeros((n, self.windows), dtype=np.uint64)
         for j in range(self.windows):
             key_words[:, j] = _key_words(words, offsets[:-1], lengths, j)
         first, last = _first_last(words, offsets[:-1], lengths)
-        hashes = _short_hash(first, last, lengths)
-        #: Keys that differ only between their first and last 8 bytes: hash every window.
-        self.full = len(np.unique(hashes)) < n
-        if self.full:
-            hashes = self._full_hash(key_words, lengths)
         # What the lookup compares a candidate slot with: per slot, the key's length,
         # first and last windows and every window; row n is a sentinel that no key
         # matches (length -1), where empty buckets point.
@@ -107,34 +91,46 @@ class KeyTable:
         self.first = np.append(first, np.uint64(0))
         self.last = np.append(last, np.uint64(0))
         self.words = np.vstack([key_words, np.zeros((1, self.windows), dtype=np.uint64)])
-        # A bucket per hash value: find a table size and shift with no two keys in a bucket.
-        self.usable = False
-        self.shift = np.uint64(0)
-        self.mask = np.uint64(0)
-        self.buckets = np.full(1, n, dtype=np.intp)
         size = 8
-        while size <= 1 << 16 and not self.usable:
-            while size < 2 * n:
-                size *= 2
-            for shift in range(0, 64 - size.bit_length() + 2):
-                b = (hashes >> np.uint64(shift)) & np.uint64(size - 1)
-                if len(np.unique(b)) == n:
-                    self.shift, self.mask = np.uint64(shift), np.uint64(size - 1)
-                    self.buckets = np.full(size, n, dtype=np.intp)
-                    self.buckets[b.astype(np.intp)] = np.arange(n)
-                    self.usable = True
-                    break
+        while size < LOAD * n:
             size *= 2
+        self.mask = np.uint64(size - 1)
+        buckets = [n] * size
+        longest_probe = 0
+        for k, h in enumerate(key_hashes(words, offsets[:-1], lengths).tolist()):
+            b, step = h & (size - 1), 0
+            while buckets[b] != n:
+                b, step = (b + 1) & (size - 1), step + 1
+            buckets[b] = k
+            longest_probe = max(longest_probe, step)
+        self.buckets = np.array(buckets, dtype=np.intp)
+        #: The most buckets any key's lookup visits (1: every key in its own bucket).
+        self.probes = longest_probe + 1
+        #: Whether the vectorized walk can use the table (always, since every key has one).
+        self.usable = True
 
-    @staticmethod
-    def _full_hash(words: np.ndarray, length: np.ndarray) -> np.ndarray:
-        h = length.astype(np.uint64) * _LENGTH_MULT
-        for j in range(words.shape[1]):
-            h ^= words[:, j] * _MULT[(j + 3) % len(_MULT)]
-            h ^= h >> np.uint64(29)
-            h *= _MULT[2]
-        out: np.ndarray = h
-        return out
+    def _same(
+        self,
+        words: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        c: np.ndarray,
+        w0: np.ndarray,
+        wl: np.ndarray,
+    ) -> np.ndarray:
+        """Whether key ``i`` (at ``start[i]``, ``length[i]`` bytes, first and last
+        windows ``w0[i]``, ``wl[i]``) is slot ``c[i]`` 's."""
+        hit: np.ndarray = self.lengths[c] == length
+        hit &= self.first[c] == w0
+        hit &= self.last[c] == wl
+        if self.windows > 2:
+            # Keys over 16 bytes: compare the windows between the first and last.
+            long_ = np.flatnonzero(hit & (length > 16))
+            for j in range(1, self.windows - 1):
+                mid = long_[length[long_] > 8 * (j + 1)]
+                same = _key_words(words, start[mid], length[mid], j) == self.words[c[mid], j]
+                hit[mid[~same]] = False
+        return hit
 
     def lookup(
         self, data: np.ndarray, start: np.ndarray, length: np.ndarray
@@ -147,36 +143,28 @@ class KeyTable:
         """
         m = len(length)
         safe = np.ones(m, dtype=bool)
-        if not m or not len(self.names):
-            slots = np.full(m, -1, dtype=np.int64)
-        else:
-            words = unaligned(data, "<u8")
-            w0, wl = _first_last(words, start, length)
-            if self.full:
-                kw = np.empty((m, self.windows), dtype=np.uint64)
-                for j in range(self.windows):
-                    kw[:, j] = _key_words(words, start, length, j)
-                h = self._full_hash(kw, length)
+        slots = np.full(m, -1, dtype=np.int64)
+        words = unaligned(data, "<u8")
+        if m and self.names:
+            if int(length.max()) <= self.longest:
+                todo, ts, tl = np.arange(m), start, length
             else:
-                h = _short_hash(w0, wl, length)
-            h >>= self.shift
-            h &= self.mask
-            c = self.buckets[h.view(np.int64)]
-            hit = self.lengths[c] == length
-            hit &= self.first[c] == w0
-            hit &= self.last[c] == wl
-            if self.windows > 2:
-                # Keys over 16 bytes: compare the windows between the first and last.
-                long_ = np.flatnonzero(hit & (length > 16))
-                for j in range(1, self.windows - 1):
-                    mid = long_[length[long_] > 8 * (j + 1)]
-                    same = _key_words(words, start[mid], length[mid], j) == self.words[c[mid], j]
-                    hit[mid[~same]] = False
-            slots = np.where(hit, c, -1)
+                todo = np.flatnonzero(length <= self.longest)  # (longer keys are not read)
+                ts, tl = start[todo], length[todo]
+            hashes, w0, wl = hash_parts(words, ts, tl)
+            h = (hashes & self.mask).view(np.int64)
+            for step in range(self.probes):
+                c = self.buckets[(h + step) & int(self.mask) if step else h]
+                hit = self._same(words, ts, tl, c, w0, wl)
+                slots[todo[hit]] = c[hit]
+                more = ~hit & (c != len(self.names))  # (an empty bucket ends the probe)
+                if not more.any():
+                    break
+                todo, ts, tl, h = todo[more], ts[more], tl[more], h[more]
+                w0, wl = w0[more], wl[more]
         unknown = np.flatnonzero(slots < 0)
         if len(unknown):
             # Unread keys must be ASCII here: check every window of theirs.
-            words = unaligned(data, "<u8")
             us, ul = start[unknown], length[unknown]
             high = np.zeros(len(unknown), dtype=bool)
             for j in range(max(1, -(-int(ul.max()) // 8))):

@@ -18,19 +18,20 @@ from .._record import RecordSpans
 from ._extracted import _KIND_DTYPE, _TAG_KIND, FastColumn, _GiveUp, _joined
 from ._schema import DType, string
 from ._vectors import _decode_packed_varints, _packed_varints_ok, _uniform_values, _uniform_width
-from ._wire import decode_varint
+from ._wire import MAX_LENGTH_LEN, decode_varint
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """The varint at ``buf[pos:]`` (:func:`~._wire.decode_varint`) that ends by ``end``;
-    :class:`_GiveUp` if it does not."""
+    """The length prefix at ``buf[pos:]`` (:func:`~._wire.decode_varint`) that ends
+    by ``end``; :class:`_GiveUp` if it does not, or takes over
+    :data:`~._wire.MAX_LENGTH_LEN` bytes (protobuf refuses those)."""
     try:
-        value, pos = decode_varint(buf, pos)
+        value, after = decode_varint(buf, pos)
     except ParseError:
         raise _GiveUp from None
-    if pos > end:
+    if after > end or after - pos > MAX_LENGTH_LEN:
         raise _GiveUp
-    return value, pos
+    return value, after
 
 
 class _Layout(NamedTuple):

@@ -67,7 +67,8 @@ from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
 from ._extract import extract
 from ._extracted import MIN_BATCH, enabled, merge_columns
-from ._jit import JitTable, engine_for, jit_extract
+from ._floats import float_values
+from ._jit import JitTable, engine_for, jit_extract, jit_table
 from ._keys import KeyTable, key_table
 from ._schema import (
     DType,
@@ -78,6 +79,7 @@ from ._schema import (
     SparseFeature,
     UniformRowLength,
     dtype_of_kind,
+    float32,
     int64,
     string,
     validate_features,
@@ -172,7 +174,7 @@ class ParsePlan(Mapping[str, FeatureSpec]):
     def jit_table(self) -> JitTable:
         """The key table of the compiled extractor (built on first use)."""
         if self._jit_table is None:
-            self._jit_table = JitTable(self.needed)
+            self._jit_table = jit_table(self.needed)
         return self._jit_table
 
     def parse(
@@ -303,6 +305,10 @@ def _column(
         values[:] = flat
     else:
         values = np.array(flat, dtype=dtype.np_dtype)
+        if dtype is float32 and np.isnan(values).any():
+            # NaNs: their bits as the record holds them (signalling ones included)
+            lists = [fmap[key].float_list for fmap, has in zip(feature_maps, present) if has]
+            values = np.concatenate([float_values(f) for f in lists])
     return Column(present, counts, values)
 
 

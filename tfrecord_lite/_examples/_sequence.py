@@ -29,7 +29,7 @@ from ._assemble import (
 )
 from ._extract import extract_sequences
 from ._extracted import enabled
-from ._jit import JitTable, engine, jit_extract_sequences
+from ._jit import JitTable, engine, jit_extract_sequences, jit_table
 from ._keys import KeyTable, key_table
 from ._parse import (
     Serialized,
@@ -241,7 +241,7 @@ class SequencePlan:
     def jit_tables(self) -> tuple[JitTable, JitTable]:
         """The key tables (context, feature lists) of the compiled extractor."""
         if self._jit_tables is None:
-            self._jit_tables = (JitTable(self.context_needed), JitTable(self.list_needed))
+            self._jit_tables = (jit_table(self.context_needed), jit_table(self.list_needed))
         return self._jit_tables
 
     def __repr__(self) -> str:

@@ -29,7 +29,8 @@ from google.protobuf.message import DecodeError
 
 from .. import example_pb2
 from ._assemble import ParsedValue
-from ._schema import FixedLenFeature, VarLenFeature, string
+from ._floats import float_values
+from ._schema import FixedLenFeature, VarLenFeature, float32, string
 from ._values import SparseValue
 
 __all__ = ["cached_plan", "parse_one"]
@@ -103,11 +104,13 @@ def _empty(spec: Any) -> np.ndarray:
     return np.empty(0, dtype=object if spec.dtype is string else spec.dtype.np_dtype)
 
 
-def _array(values: Any, spec: Any) -> np.ndarray:
+def _array(values: Any, spec: Any, feature: Any) -> np.ndarray:
     if spec.dtype is string:
         out = np.empty(len(values), dtype=object)
         out[:] = list(values)
         return out
+    if spec.dtype is float32:
+        return float_values(feature.float_list)  # (NaN bits kept)
     return np.array(values, dtype=spec.dtype.np_dtype)
 
 
@@ -129,7 +132,7 @@ def parse_one(record: bytes, specs: Mapping[str, Any]) -> Optional[dict[str, Par
             c = len(vals)
             out[name] = SparseValue(
                 np.zeros((c, 1), dtype=np.int64) if c < 2 else _positions(c),
-                _array(vals, spec) if c else _empty(spec),
+                _array(vals, spec, feature) if c else _empty(spec),
                 np.array([c], dtype=np.int64),
             )
         elif type(spec) is FixedLenFeature:
@@ -147,10 +150,10 @@ def parse_one(record: bytes, specs: Mapping[str, Any]) -> Optional[dict[str, Par
             vals = getattr(feature, kind).value
             if len(vals) != size:
                 return None
-            if not shape:  # a scalar: a 0-d array
+            if not shape and spec.dtype is not float32:  # a scalar: a 0-d array
                 out[name] = np.array(vals[0], dtype=spec.dtype.np_dtype)
             else:
-                out[name] = _array(vals, spec).reshape(shape)
+                out[name] = _array(vals, spec, feature).reshape(shape)
         else:
             return None
     return out

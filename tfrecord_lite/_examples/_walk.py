@@ -22,6 +22,7 @@ from ._extracted import _BYTES, _FEATURE_TAG_CODE, _FLOAT, _INT64, FastColumn
 from ._keys import KeyTable
 from ._schema import DType
 from ._vectors import _decode_packed_varints, _gather_regions, _packed_varints_ok, _ranges, _varints
+from ._wire import MAX_LENGTH_LEN
 
 
 def _reject(ok: np.ndarray, rec: np.ndarray, good: np.ndarray) -> None:
@@ -44,7 +45,7 @@ def _length_field(
         return start, np.where(fits, end, start), fits
     n, w = _varints(data, pos)
     start = pos + w
-    fits = (w <= 10) & (n >= 0) & (n <= limit - start)
+    fits = (w <= MAX_LENGTH_LEN) & (n >= 0) & (n <= limit - start)
     return start, start + np.where(fits, n, 0), fits
 
 

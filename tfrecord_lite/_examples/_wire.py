@@ -62,6 +62,7 @@ __all__ = [
     "INT64_LIST_UNPACKED",
     "MAP_KEY",
     "MAP_VALUE",
+    "MAX_LENGTH_LEN",
     "MAX_VARINT_LEN",
     "SEQUENCE_EXAMPLE_CONTEXT",
     "SEQUENCE_EXAMPLE_FEATURE_LISTS",
@@ -98,6 +99,10 @@ _WIRETYPE_END_GROUP: Final = 4
 
 #: Longest valid varint: 64 bits / 7 bits per byte, rounded up.
 MAX_VARINT_LEN: Final = 10
+#: Longest length prefix protobuf reads (a 32-bit size; upb, the default backend,
+#: refuses a record with a longer one as "Wire format was corrupt", however small
+#: its value): every engine leaves such a record to the protobuf reference path.
+MAX_LENGTH_LEN: Final = 5
 
 _UINT64_MASK: Final = (1 << 64) - 1
 _INT64_MIN: Final = -(1 << 63)
