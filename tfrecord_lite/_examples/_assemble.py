@@ -17,6 +17,7 @@ import numpy as np
 
 from .._errors import ParseError
 from ._extracted import FastColumn
+from ._hints import count_hint, with_hint
 from ._schema import (
     DType,
     FeatureSpec,
@@ -70,7 +71,8 @@ def _fixed_len(key: str, spec: FixedLenFeature, col: Column, where: _Where) -> n
     bad = col.present & (col.counts != size)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise where.count_error(i, key, spec.dtype, int(col.counts[i]), shape)
+        err = where.count_error(i, key, spec.dtype, int(col.counts[i]), shape)
+        raise with_hint(err, count_hint(key, spec.dtype.name, size, col.counts[col.present]))
     missing = ~col.present
     # TensorFlow: a default with no elements (any default of a 0-size shape) means required.
     if missing.any() and (spec.default_value is None or size == 0):

@@ -33,11 +33,13 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .._errors import ParseError
 from .._files import PathOrFile, TFRecordOptions, TFRecordReader, TFRecordWriter
-from .._record import FramedRecords
+from .._record import RECORD_OVERHEAD, FramedRecords
 from ._assemble import ParsedValue, padding_value
 from ._build import bytes_rows
 from ._encode_columns import _encode_columns_framed
+from ._hints import located
 from ._infer import DEFAULT_SAMPLE, infer_schema
 from ._jit import engine
 from ._parse import compile_features, parse_example
@@ -346,6 +348,36 @@ def _decode_raw_columns(data: dict[str, ParsedValue]) -> dict[str, Any]:
     return out
 
 
+class _Places:
+    """Where each record of the batch being read sits: its file, its index in that
+    file and the byte offset of its header there (in the file's uncompressed
+    stream), so a parse error names them."""
+
+    def __init__(self) -> None:
+        self.path: Optional[str] = None
+        self.index = 0  # (of the next record, in its file)
+        self.offset = 0
+        self.batch: list[tuple[Optional[str], int, int]] = []
+
+    def add(self, path: Optional[str], length: int) -> None:
+        if path != self.path:
+            self.path, self.index, self.offset = path, 0, 0
+        self.batch.append((path, self.index, self.offset))
+        self.index += 1
+        self.offset += length + RECORD_OVERHEAD
+
+    def parse(self, batch: list[bytes], plan: Any) -> dict[str, ParsedValue]:
+        """``parse_example(batch, plan)``; an error names the record's file and place."""
+        places, self.batch = self.batch, []
+        try:
+            return parse_example(batch, plan)
+        except ParseError as err:
+            if err.index is None or not 0 <= err.index < len(places):
+                raise
+            where, index, offset = places[err.index]
+            raise located(err, where, offset, index) from None
+
+
 def read_examples(
     path: Union[PathOrFile, Sequence[PathOrFile]],
     features: Optional[Mapping[str, FeatureSpec]] = None,
@@ -390,15 +422,17 @@ def read_examples(
     specs = compile_features(features)
     batches: list[dict[str, ParsedValue]] = []
     batch: list[bytes] = []
+    places = _Places()
     with TFRecordReader(
         path, compression, verify=verify, storage_options=storage_options
     ) as reader:
         for record in reader:
             batch.append(record)
+            places.add(reader.path, len(record))
             if len(batch) == READ_BATCH:
-                batches.append(parse_example(batch, specs))
+                batches.append(places.parse(batch, specs))
                 batch = []
     if batch or not batches:
-        batches.append(parse_example(batch, specs))
+        batches.append(places.parse(batch, specs))
     result = concat_parsed(batches, specs)
     return _decode_raw_columns(result) if decode else dict(result)

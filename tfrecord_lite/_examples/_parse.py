@@ -68,6 +68,7 @@ from ._assemble import Column, ParsedValue, _unbatch, assemble
 from ._extract import extract
 from ._extracted import MIN_BATCH, enabled, merge_columns
 from ._floats import float_values
+from ._hints import missing_hint, record_keys, with_hint
 from ._jit import JitTable, engine_for, jit_extract, jit_table
 from ._keys import KeyTable, key_table
 from ._schema import (
@@ -377,7 +378,24 @@ def _parse_examples(
     if plan.unsupported:
         raise ValueError(plan.unsupported)
     where.sparse_keys = plan.sparse_keys
-    return assemble(plan.specs, _extract(records, plan, where), where, batch, plan.sequence_rows)
+    columns = _extract(records, plan, where)
+    try:
+        return assemble(plan.specs, columns, where, batch, plan.sequence_rows)
+    except ParseError as err:
+        raise _explained(err, records, columns, plan) from None
+
+
+def _explained(
+    err: ParseError, records: Sequence[bytes], columns: Mapping[str, Column], plan: ParsePlan
+) -> ParseError:
+    """``err`` with a hint where a required key is missing: the close key the record
+    has, or a default where other records have it (:mod:`._hints`)."""
+    key, i = err.key, err.index
+    if key is None or i is None or key not in columns or "is required but" not in err.message:
+        return err
+    elsewhere = bool(columns[key].present.any())
+    keys = [] if elsewhere else record_keys(bytes(records[i]))
+    return with_hint(err, missing_hint(key, keys, plan.needed, elsewhere))
 
 
 def parse_single_example(
