@@ -17,6 +17,7 @@ from ._index import (
     read_index,
     write_index,
 )
+from ._indexonce import ensure_index, indexed_count, known_count
 from ._iterator import tf_record_iterator
 from ._options import TFRecordCompressionType, TFRecordOptions, reader_compression
 from ._paths import PathOrFile, expand_paths, is_file_object, shard_name
@@ -59,10 +60,13 @@ __all__ = [
     "check_start",
     "create_index",
     "detect_compression",
+    "ensure_index",
     "expand_paths",
     "find_index",
     "fs",
+    "indexed_count",
     "is_file_object",
+    "known_count",
     "open",
     "private_directory",
     "read_batches",
