@@ -6,6 +6,7 @@ Other units import from this package only, and only these names.
 from ._collate import collate
 from ._dataset import Dataset
 from ._op import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from ._state import IteratorStateError
 from ._tfrecord_dataset import TFRecordDataset
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "INFINITE_CARDINALITY",
     "UNKNOWN_CARDINALITY",
     "Dataset",
+    "IteratorStateError",
     "TFRecordDataset",
     "collate",
 ]

@@ -4,16 +4,14 @@ pickle) that later epochs and later processes read instead."""
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
-import numpy as np
-
+from ._encoding import _decode_element, _encode_element
 from ._op import EpochKey, Upstream, _close, _Op
+from ._state import _Level, bad, check_kind, field_int
 
 
 class _Cache(_Op):
@@ -35,20 +33,45 @@ class _Cache(_Op):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.get("filename", ""))  # type: ignore[misc]
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return self.cached(upstream, key, (None, ()))
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        return self.cached(upstream, key, (None, ()), lv, below)
 
-    def cached(self, upstream: Upstream, key: EpochKey, which: Any) -> Iterator[Any]:
+    def cached(
+        self, upstream: Upstream, key: EpochKey, which: Any, lv: _Level, below: _Level
+    ) -> Iterator[Any]:
+        """The epoch: replayed from the cache when it is complete, else read from
+        ``upstream`` and kept. State: the elements replayed, or the state below
+        while filling (a resumed epoch passes its elements through without filling
+        the cache, which keeps only whole epochs)."""
+        kind = "cache"
+        saved = lv.take()
+        mode = None if saved is None else check_kind(saved, kind, kind).get("mode")
+        if saved is not None and mode not in ("file", "memory", "fill"):
+            raise bad(kind, f"mode {mode!r}")
+        if mode == "fill":
+            if "up" not in saved:  # type: ignore[operator]
+                raise bad(kind, "the state of the stage below it is missing")
+            below.saved = saved["up"]  # type: ignore[index]
+            return _passing(upstream(key), lv, below)
+        skip = 0 if saved is None else field_int(saved, "n", kind)
         if self.filename:
             path = _cache_path(self.filename, *which)
             if os.path.exists(path):
-                return _read_cache_file(path)
-            return _write_cache_file(upstream(key), path)
+                return _replayed(_read_cache_file(path), "file", skip, lv)
+            if mode == "file":
+                raise bad(kind, f"the cache file {path!r} it was replaying is gone")
+            return _passing(_write_cache_file(upstream(key), path), lv, below)
         with self._lock:
             done = self._done.get(which)
         if done is not None:
-            return iter(done)
-        return self._fill(upstream(key), which)
+            return _replayed(iter(done), "memory", skip, lv)
+        if mode == "memory":
+            raise bad(
+                kind,
+                "it was replaying the in-memory cache, which this iterator does not have "
+                "(it is kept per process); use cache(filename) to resume in another process",
+            )
+        return _passing(self._fill(upstream(key), which), lv, below)
 
     def _fill(self, items: Iterator[Any], shards: Any) -> Iterator[Any]:
         kept: list[Any] = []
@@ -62,125 +85,38 @@ class _Cache(_Op):
             self._done.setdefault(shards, kept)
 
 
+def _passing(items: Iterator[Any], lv: _Level, below: _Level) -> Iterator[Any]:
+    """``items`` (the input, being cached), the state the one below."""
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        up = below.state(behind)
+        return None if up is None else {"kind": "cache", "mode": "fill", "up": up}
+
+    lv.get = state
+    return items
+
+
+def _replayed(items: Iterator[Any], mode: str, skip: int, lv: _Level) -> Iterator[Any]:
+    """The cached elements after the first ``skip``; state: how many were handed out."""
+    n = 0
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        return None if behind > n else {"kind": "cache", "mode": mode, "n": n - behind}
+
+    lv.get = state
+    try:
+        for x in items:
+            n += 1
+            if n > skip:
+                yield x
+        if n < skip:
+            raise bad("cache", f"it replayed {skip} elements, the cache holds {n}")
+    finally:
+        _close(items)
+
+
 #: The first record of a ``cache(filename)`` file.
 _CACHE_MAGIC = b"tfrecord_lite cache v1"
-_U32 = struct.Struct("<I")
-
-
-def _encode_element(x: Any) -> bytes:
-    """One element as a record: a JSON description, then its raw buffers (no pickle)."""
-    blobs: list[bytes] = []
-    meta = _describe_value(x, blobs)
-    head = json.dumps({"m": meta, "L": [len(b) for b in blobs]}, separators=(",", ":")).encode()
-    return b"".join([_U32.pack(len(head)), head, *blobs])
-
-
-def _describe_value(x: Any, blobs: list[bytes]) -> Any:
-    from .._examples import RaggedValue, SparseValue
-
-    def blob(data: bytes) -> int:
-        blobs.append(data)
-        return len(blobs) - 1
-
-    if isinstance(x, dict):
-        if not all(isinstance(k, str) for k in x):
-            raise TypeError("cache(filename) needs dicts with str keys")
-        return {"d": [[k, _describe_value(v, blobs)] for k, v in x.items()]}
-    if type(x) is tuple:
-        return {"t": [_describe_value(v, blobs) for v in x]}
-    if isinstance(x, list):
-        return {"l": [_describe_value(v, blobs) for v in x]}
-    if isinstance(x, SparseValue):
-        return {"sp": [_describe_value(np.asarray(v), blobs) for v in x]}
-    if isinstance(x, RaggedValue):
-        return {
-            "r": [_describe_value(x.values, blobs), _describe_value(x.row_splits, blobs)],
-            "u": x.uniform_row_length,
-        }
-    if isinstance(x, (np.ndarray, np.generic)):
-        arr = np.asarray(x)
-        if arr.dtype.kind == "O":
-            return {"o": [_describe_value(v, blobs) for v in arr.ravel()], "s": list(arr.shape)}
-        kind = "a" if isinstance(x, np.ndarray) else "g"
-        return {
-            kind: blob(np.ascontiguousarray(arr).tobytes()),
-            "dt": arr.dtype.str,
-            "s": list(arr.shape),
-        }
-    if isinstance(x, (bytes, bytearray, memoryview)):
-        return {"b": blob(bytes(x))}
-    if isinstance(x, str):
-        return {"u": blob(x.encode())}
-    if isinstance(x, bool):
-        return {"z": x}
-    if isinstance(x, int):
-        return {"i": str(x)}
-    if isinstance(x, float):
-        return {"f": x.hex()}
-    if x is None:
-        return {"n": 0}
-    raise TypeError(
-        f"cache(filename) cannot store a {type(x).__name__}; use cache() to keep it in memory"
-    )
-
-
-def _decode_element(record: bytes, path: str) -> Any:
-    try:
-        (n,) = _U32.unpack_from(record, 0)
-        head = json.loads(record[4 : 4 + n])
-        pos = 4 + n
-        blobs = []
-        for length in head["L"]:
-            if length < 0 or pos + length > len(record):
-                raise ValueError("a buffer runs past the end of its record")
-            blobs.append(record[pos : pos + length])
-            pos += length
-        return _rebuild_value(head["m"], blobs)
-    except (ValueError, TypeError, KeyError, IndexError, struct.error) as err:
-        raise ValueError(
-            f"{path!r} is not a cache file this version wrote, or it is damaged ({err}); "
-            "delete it to rebuild the cache"
-        ) from None
-
-
-def _rebuild_value(m: Any, blobs: list[bytes]) -> Any:
-    from .._examples import RaggedValue, SparseValue
-
-    if "d" in m:
-        return {str(k): _rebuild_value(v, blobs) for k, v in m["d"]}
-    if "t" in m:
-        return tuple(_rebuild_value(v, blobs) for v in m["t"])
-    if "l" in m:
-        return [_rebuild_value(v, blobs) for v in m["l"]]
-    if "sp" in m:
-        return SparseValue(*(_rebuild_value(v, blobs) for v in m["sp"]))
-    if "r" in m:
-        values, splits = (_rebuild_value(v, blobs) for v in m["r"])
-        return RaggedValue(values, splits, m["u"])
-    if "o" in m:
-        out = np.empty(len(m["o"]), dtype=object)
-        out[:] = [_rebuild_value(v, blobs) for v in m["o"]]
-        return out.reshape([int(d) for d in m["s"]])
-    if "a" in m or "g" in m:
-        dtype = np.dtype(m["dt"])
-        if dtype.kind == "O" or dtype.hasobject:
-            raise ValueError("object dtype in a cache file")
-        arr = np.frombuffer(blobs[int(m["a"] if "a" in m else m["g"])], dtype=dtype).copy()
-        arr = arr.reshape([int(d) for d in m["s"]])
-        return arr if "a" in m else arr[()]
-    if "b" in m:
-        return blobs[int(m["b"])]
-    if "u" in m:
-        return blobs[int(m["u"])].decode()
-    if "z" in m:
-        return bool(m["z"])
-    if "i" in m:
-        return int(m["i"])
-    if "f" in m:
-        return float.fromhex(m["f"])
-    if "n" in m:
-        return None
-    raise ValueError(f"unknown value kind {sorted(m)}")
 
 
 def _cache_path(filename: str, source: Any, shards: tuple[tuple[int, int, str], ...]) -> str:

@@ -37,6 +37,7 @@ from ._plan import _plan, ignoring
 from ._prefetch import _Prefetch
 from ._slices import _Slices
 from ._source import _Source
+from ._state import _Level
 
 __all__ = ["Dataset"]
 
@@ -136,8 +137,13 @@ class Dataset:
         return new
 
     def _iterate(
-        self, key: EpochKey, extra_shards: tuple[tuple[int, int, str], ...] = ()
+        self,
+        key: EpochKey,
+        extra_shards: tuple[tuple[int, int, str], ...] = (),
+        lv: Optional[_Level] = None,
     ) -> Iterator[Any]:
+        """The iterator of epoch ``key``; its state is read from (and a state to
+        resume from is taken from) ``lv`` (see ._state)."""
         source = self._source
         ops = _plan(self._ops, isinstance(source, _Source))
         skip = ignoring(self._ops)
@@ -157,28 +163,44 @@ class Dataset:
             and isinstance(ops[1], (_Parse, _ParseSequence))
         )
 
-        def build(level: int) -> Upstream:
+        def build(level: int, here: _Level) -> Upstream:
             if level == 0:
                 if lists:
-                    return lambda k: source.iterate(k, extra_shards, lists=True, spans=spans)
-                return lambda k: source.iterate(k, extra_shards)
+                    return lambda k: source.iterate(
+                        k, extra_shards, lists=True, spans=spans, lv=here
+                    )
+                return lambda k: source.iterate(k, extra_shards, lv=here)
             op = ops[level - 1]
-            below = build(level - 1)
+            below_lv = _Level()
+            below = build(level - 1, below_lv)
             if isinstance(op, _Cache):
-                return lambda k: op.cached(below, k, (source, extra_shards))
-            return lambda k: op.run(below, k)
+                return lambda k: op.cached(below, k, (source, extra_shards), here, below_lv)
+            return lambda k: op.run(below, k, here, below_lv)
 
-        return build(len(ops))(key)
+        return build(len(ops), lv if lv is not None else _Level())(key)
+
+    def _iterator(
+        self, key: EpochKey, on_load: Optional[Callable[[EpochKey], None]] = None
+    ) -> _DatasetIterator:
+        return _DatasetIterator(lambda k, lv: self._iterate(k, (), lv), key, repr(self), on_load)
 
     def __iter__(self) -> _DatasetIterator:
-        """A new epoch: every ``for`` reads the data again (and reshuffles if asked to)."""
+        """A new epoch: every ``for`` reads the data again (and reshuffles if asked to).
+
+        The iterator's ``state_dict()`` saves where it is; ``load_state_dict(state)``
+        on a new iterator resumes there (see "Resuming mid-epoch" in docs/pipelines.md).
+        After a load, the next ``for`` is the epoch after the resumed one.
+        """
         key = (self._epoch,)
         self._epoch += 1
-        return _DatasetIterator(self._iterate(key))
+        return self._iterator(key, self._resumed)
+
+    def _resumed(self, key: EpochKey) -> None:
+        self._epoch = key[0] + 1
 
     def iter_epoch(self, epoch: int) -> _DatasetIterator:
         """Iterate epoch ``epoch`` (its shuffle order depends on the seed and this number)."""
-        return _DatasetIterator(self._iterate((_count("epoch", epoch),)))
+        return self._iterator((_count("epoch", epoch),))
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next ``for`` epoch number ``epoch`` (like ``DistributedSampler.set_epoch``)."""

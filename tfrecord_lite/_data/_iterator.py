@@ -6,9 +6,19 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from ._op import _close
+from ._op import EpochKey, _close
+from ._state import (
+    STATE_FORMAT,
+    STATE_VERSION,
+    IteratorStateError,
+    _Level,
+    digest,
+)
+
+#: Builds an epoch's iterator for its key, resuming at the state in the level.
+_Restart = Callable[[EpochKey, _Level], Iterator[Any]]
 
 
 def _collided(err: ValueError) -> bool:
@@ -31,10 +41,22 @@ class _DatasetIterator:
     taken only once a second thread has been seen in ``__next__``.
     """
 
-    def __init__(self, it: Iterator[Any]) -> None:
-        self._it: Optional[Iterator[Any]] = it
+    def __init__(
+        self,
+        restart: _Restart,
+        key: EpochKey,
+        pipeline: str,
+        on_load: Optional[Callable[[EpochKey], None]] = None,
+    ) -> None:
+        self._restart = restart
+        self._key = key
+        self._pipeline = pipeline
+        self._on_load = on_load
+        self._level = _Level()
+        self._it: Optional[Iterator[Any]] = restart(key, self._level)
         self._lock = threading.Lock()
         self._shared = False  # set when two threads met in __next__: take the lock
+        self._closed = False
 
     def __iter__(self) -> _DatasetIterator:
         return self
@@ -81,7 +103,50 @@ class _DatasetIterator:
     def close(self) -> None:
         with self._lock:
             it, self._it = self._it, None
+            self._closed = True
         _close(it)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this iterator is in its epoch: a JSON-able dict that
+        :meth:`load_state_dict` resumes from, in this process or another.
+
+        The state describes the elements handed out so far (none are lost or
+        repeated on resuming): the epoch, each stage's position (the file, record
+        index and byte offset being read; shuffle buffers; random generators;
+        interleave cursors), and the few elements a stage holds that cannot be
+        found again in the files. See "Resuming mid-epoch" in docs/pipelines.md for
+        what it holds and its size.
+        """
+        with self._lock:
+            self._shared = True  # from now on every __next__ takes the lock
+            if self._closed:
+                raise ValueError("state_dict() of a closed iterator")
+            body = {
+                "format": STATE_FORMAT,
+                "version": STATE_VERSION,
+                "pipeline": self._pipeline,
+                "epoch": list(self._key),
+                "state": self._level.state(0),
+            }
+        return {**body, "digest": digest(body)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at ``state`` (from :meth:`state_dict`): the next elements are those
+        that followed when it was saved, to the end of that epoch.
+
+        Raises :class:`~tfrecord_lite.IteratorStateError` when the state was saved
+        from another pipeline, over other files (or files changed since), by
+        another version, or was changed after it was saved.
+        """
+        key = _checked(state, self._pipeline)
+        level = _Level(state["state"])
+        it = self._restart(key, level)
+        with self._lock:
+            old, self._it = self._it, it
+            self._key, self._level, self._closed = key, level, False
+        _close(old)
+        if self._on_load is not None:
+            self._on_load(key)
 
     def __enter__(self) -> _DatasetIterator:
         return self
@@ -92,3 +157,40 @@ class _DatasetIterator:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _checked(state: Any, pipeline: str) -> EpochKey:
+    """The epoch key of a saved state, after checking it fits (see load_state_dict)."""
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        raise IteratorStateError(
+            "load_state_dict() needs a dict made by state_dict() of a dataset iterator, got "
+            + (
+                f"a dict with keys {sorted(state)[:8]}"
+                if isinstance(state, dict)
+                else f"a {type(state).__name__}"
+            )
+        )
+    if state.get("version") != STATE_VERSION:
+        raise IteratorStateError(
+            f"the iterator state is of version {state.get('version')!r}; this version of "
+            f"tfrecord_lite reads version {STATE_VERSION}"
+        )
+    body = {k: v for k, v in state.items() if k != "digest"}
+    if state.get("digest") != digest(body):
+        raise IteratorStateError(
+            "the iterator state was changed after state_dict() made it (its digest does "
+            "not match its contents); load the state as saved"
+        )
+    if state.get("pipeline") != pipeline:
+        raise IteratorStateError(
+            f"the iterator state was saved from the pipeline {state.get('pipeline')!r}, "
+            f"this iterator is over {pipeline!r}"
+        )
+    key = state.get("epoch")
+    if (
+        not isinstance(key, list)
+        or not key
+        or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in key)
+    ):
+        raise IteratorStateError(f"the iterator state's epoch {key!r} is not valid")
+    return tuple(key)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ._state import _Level
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
@@ -57,7 +60,9 @@ class _Op:
     #: Ops that do not look at elements: ``parse`` may move across them (see _plan).
     transparent = False
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        """The op's iterator for epoch ``key``: its state is published in ``lv`` (and a
+        saved one taken from it), ``below`` is the level of ``upstream`` (see ._state)."""
         raise NotImplementedError
 
     def cardinality(self, n: int) -> int:

@@ -4,8 +4,9 @@ files' lists of records), ``padded_batch`` and ``unbatch``."""
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Optional, TypeVar, cast
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ._collate import collate
 from ._op import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
 from ._ops_map import _mapped
 from ._origin import handed, made_from, release
+from ._state import _Level, decode_held, encode_held, resumed
 
 _T = TypeVar("_T")
 
@@ -31,27 +33,51 @@ class _Batch(_Op):
     def cardinality(self, n: int) -> int:
         return _batch_cardinality(n, self.batch_size, self.drop_remainder)
 
-    def batches(self, items: Iterator[Any]) -> Iterator[Sequence[Any]]:
+    def batches(
+        self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level
+    ) -> Iterator[Sequence[Any]]:
+        """The batches of elements (lists), their state published in ``lv``."""
+        kind = f"batch({self.batch_size})"
+        resumed(lv, below, kind)
         if self.takes_lists:
-            return _rebatched(items, self.batch_size, self.drop_remainder)
-        return _chunks(items, self.batch_size, self.drop_remainder)
+            return _rebatched(upstream(key), self.batch_size, self.drop_remainder, lv, below, kind)
+        return _chunks(upstream(key), self.batch_size, self.drop_remainder, (lv, below, kind))
 
     def collate(self, items: Sequence[Any]) -> Any:
         """One batch of ``items``, as :func:`collate` makes it with this op's ``ragged``."""
         return collate(items, ragged=self.ragged)
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return _mapped(self.collate, self.batches(upstream(key)))
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        return _mapped(self.collate, self.batches(upstream, key, lv, below))
 
     def describe(self) -> str:
         return f"batch({self.batch_size}, drop_remainder={self.drop_remainder})"
 
 
-def _chunks(items: Iterator[_T], n: int, drop_remainder: bool = False) -> Iterator[list[_T]]:
+def _chunks(
+    items: Iterator[_T],
+    n: int,
+    drop_remainder: bool = False,
+    levels: Optional[tuple[_Level, _Level, str]] = None,
+) -> Iterator[list[_T]]:
     """Lists of ``n`` items in order (the last one shorter unless ``drop_remainder``);
     closing it closes ``items``. Each list is handed out with the records its first
-    item was made from (see ``_origin``), so that an error batching it names them."""
+    item was made from (see ``_origin``), so that an error batching it names them.
+
+    With ``levels`` (its level, the level below, its kind) it publishes its state:
+    no partial batch is held between lists handed out, so it is the state below,
+    rolled back by the items of the lists asked for."""
     chunk: list[_T] = []
+    last = 0  # the size of the last list handed out
+    if levels is not None:
+        lv, below, kind = levels
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            back = 0 if not behind else last + (behind - 1) * n
+            up = below.state(back)
+            return None if up is None else {"kind": kind, "up": up}
+
+        lv.get = state
     try:
         while True:
             chunk = list(itertools.islice(items, 1))
@@ -63,6 +89,7 @@ def _chunks(items: Iterator[_T], n: int, drop_remainder: bool = False) -> Iterat
                 return
             if records is not None:
                 handed(chunk, records)
+            last = len(chunk)
             yield chunk
             if len(chunk) < n:
                 return
@@ -72,31 +99,54 @@ def _chunks(items: Iterator[_T], n: int, drop_remainder: bool = False) -> Iterat
 
 
 def _rebatched(
-    lists: Iterator[Sequence[_T]], n: int, drop_remainder: bool
+    lists: Iterator[Sequence[_T]],
+    n: int,
+    drop_remainder: bool,
+    lv: Optional[_Level] = None,
+    below: Optional[_Level] = None,
+    kind: str = "batch",
 ) -> Iterator[Sequence[_T]]:
     """Batches of ``n`` items cut from lists of any length, in order (the last one
     shorter unless ``drop_remainder``); closing it closes ``lists``. Lists give
-    lists; :class:`~tfrecord_lite._record._scan.RecordSpans` give spans."""
+    lists; :class:`~tfrecord_lite._record._scan.RecordSpans` give spans.
+
+    Its state is that of the lists below (whose ``behind`` counts records back from
+    the end of the last list handed out), less the records of that list not yet
+    batched: no partial batch is held across a batch handed out."""
+    left = 0  # records of the last list taken not yet in a batch handed out
+    last = 0  # the size of the last batch handed out
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        back = left + (0 if not behind else last + (behind - 1) * n)
+        up = below.state(back) if below is not None else None
+        return None if up is None else {"kind": kind, "up": up}
+
+    if lv is not None:
+        lv.get = state
     try:
         pieces: list[Sequence[_T]] = []  # the next batch so far
         have = 0
         for lst in lists:
             i = 0
+            size = len(lst)
             if have:
                 i = n - have
                 pieces.append(lst[:i])
-                have += len(pieces[-1])
+                have += min(i, size)
                 if have < n:
                     continue
+                left, last = size - i, n
                 yield _concatenated(pieces)
                 pieces, have = [], 0
-            end = len(lst) - n
+            end = size - n
             while i <= end:
+                left, last = end - i, n
                 yield lst[i : i + n]
                 i += n
-            if i < len(lst):
-                pieces, have = [lst[i:]], len(lst) - i
+            if i < size:
+                pieces, have = [lst[i:]], size - i
         if have and not drop_remainder:
+            left, last = 0, have
             yield _concatenated(pieces)
     finally:
         _close(lists)
@@ -114,8 +164,8 @@ def _concatenated(pieces: list[Sequence[_T]]) -> Sequence[_T]:
 class _RawBatch(_Batch):
     """``batch`` straight after the source: lists of the records' bytes."""
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return self.batches(upstream(key))
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        return self.batches(upstream, key, lv, below)
 
 
 def _batch_cardinality(n: int, size: int, drop: bool) -> int:
@@ -131,8 +181,10 @@ class _PaddedBatch(_Op):
         self.shapes = shapes
         self.values = values
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        chunks = _chunks(upstream(key), self.batch_size, self.drop_remainder)
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        kind = self.describe()
+        resumed(lv, below, kind)
+        chunks = _chunks(upstream(key), self.batch_size, self.drop_remainder, (lv, below, kind))
         return _mapped(lambda c: _pad_collate(c, self.shapes, self.values, ""), chunks)
 
     def cardinality(self, n: int) -> int:
@@ -212,19 +264,43 @@ def _sub(spec: Any, k: Any) -> Any:
 
 
 class _Unbatch(_Op):
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return _unbatched(upstream(key))
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        kind = self.describe()
+        saved = resumed(lv, below, kind)
+        rows: list[Any] = [] if saved is None else decode_held(saved, kind)
+        return _unbatched(upstream(key), rows, lv, below, kind)
 
     def cardinality(self, n: int) -> int:
         return n if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
 
 
-def _unbatched(items: Iterator[Any]) -> Iterator[Any]:
+def _unbatched(
+    items: Iterator[Any], rows: list[Any], lv: _Level, below: _Level, kind: str
+) -> Iterator[Any]:
+    """The rows of each batch, after ``rows`` (the rows of a batch being split
+    when the state was saved). State: the rows of the current batch not yet
+    handed out."""
+    left: deque[Any] = deque(rows)
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        if behind:
+            return None
+        return {"kind": kind, "up": below.state(0), "held": encode_held(list(left))}
+
+    lv.get = state
     try:
-        for x in items:
-            yield from _rows(x, "")
+        while True:
+            while left:
+                yield left.popleft()
+            x = next(items, _END)
+            if x is _END:
+                return
+            left.extend(_rows(x, ""))
     finally:
         _close(items)
+
+
+_END = object()
 
 
 def _rows(x: Any, path: str) -> list[Any]:

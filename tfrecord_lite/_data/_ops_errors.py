@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .._record import SkippedDataWarning
 from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
 from ._ops_batch import _Batch, _chunks, _pad_collate, _PaddedBatch
 from ._ops_map import _Filter, _Map, _unpacking
 from ._ops_parse import _Parse, _ParseSequence
+from ._state import _Level, resumed
 
 #: What an element function returns for an element a filter drops.
 _DROPPED = object()
@@ -31,7 +32,14 @@ class _IgnoreErrors(_Op):
     def __init__(self, log_warning: bool) -> None:
         self.log_warning = log_warning
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        resumed(lv, below, "ignore_errors")
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            up = below.state(behind)
+            return None if up is None else {"kind": "ignore_errors", "up": up}
+
+        lv.get = state
         return upstream(key)
 
     def cardinality(self, n: int) -> int:
@@ -50,10 +58,22 @@ class _Skipping(_Op):
         self.batch = batch  # > 0: ``fn`` takes lists of this many elements
         self.log_warning = log_warning
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        items = upstream(key)
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        kind = f"{self.op.describe()} (skipping errors)"
+        inner = _Level() if self.batch else below
+        resumed(lv, inner, kind)
         if self.batch:
-            items = _chunks(items, self.batch, getattr(self.op, "drop_remainder", False))
+            chunked = f"batch({self.batch})"
+            resumed(inner, below, chunked)
+            drop = getattr(self.op, "drop_remainder", False)
+            items = _chunks(upstream(key), self.batch, drop, (inner, below, chunked))
+        else:
+            items = upstream(key)
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            return None if behind else {"kind": kind, "up": inner.state(0)}
+
+        lv.get = state
         return _skipping(self.fn, items, self.op.describe(), self.log_warning)
 
     def cardinality(self, n: int) -> int:

@@ -3,16 +3,13 @@ a list of records at a time (``num_parallel_reads``)."""
 
 from __future__ import annotations
 
-import functools
-import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
-from ._lists import _flatten_lists
 from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
-from ._ops_batch import _chunks
 from ._ops_map import _unpacking
-from ._prefetch import _prefetch
+from ._prefetch import _gated
+from ._state import _Level, bad, decode_held, encode_held, field_int, resumed
 
 _T = TypeVar("_T")
 
@@ -25,41 +22,101 @@ def _interleave(
     readers: Iterable[Callable[[], Iterator[Any]]], cycle_length: int, block_length: int
 ) -> Iterator[Any]:
     """tf.data's deterministic interleave: ``cycle_length`` files open, ``block_length`` records each in turn."""
-    pending = iter(readers)
-    slots: list[Optional[Iterator[Any]]] = [None] * cycle_length
+    return _interleaved(
+        iter(readers), lambda make, _lv: make(), cycle_length, block_length, _Level(), _Level(), ""
+    )
+
+
+#: One open input of an interleave: the element it was made from, its iterator, its level.
+_Slot = tuple[Any, Iterator[Any], _Level]
+
+
+def _interleaved(
+    items: Iterator[Any],
+    open_one: Callable[[Any, _Level], Iterator[Any]],
+    cycle_length: int,
+    block_length: int,
+    lv: _Level,
+    below: _Level,
+    kind: str,
+    saved: Optional[dict[str, Any]] = None,
+) -> Iterator[Any]:
+    """:func:`_interleave` of ``open_one(x, level)`` for each item ``x``, with its state.
+
+    The state: which input is open in each slot (the element it was made from and
+    its own state), the slot whose turn it is and how many elements of its block
+    it gave, whether the inputs have run out, and the state of ``items``.
+    """
+    slots: list[Optional[_Slot]] = [None] * cycle_length
+    s = taken = 0  # whose turn it is, and how many of its block it gave
     exhausted_input = False
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        if behind:
+            return None
+        return {
+            "kind": kind,
+            "up": below.state(0),
+            "slot": s,
+            "taken": taken,
+            "exhausted": exhausted_input,
+            "open": [
+                None if sl is None else {"input": encode_held([sl[0]])[0], "state": sl[2].state(0)}
+                for sl in slots
+            ],
+        }
+
     try:
+        if saved is not None:
+            s, taken = field_int(saved, "slot", kind), field_int(saved, "taken", kind)
+            opened = saved.get("open")
+            if s >= cycle_length or taken > block_length:
+                raise bad(kind, f"slot {s}, {taken} taken, for a cycle of {cycle_length}")
+            if not isinstance(opened, list) or len(opened) != cycle_length:
+                raise bad(kind, f"'open' is not a list of {cycle_length} slots")
+            exhausted_input = saved.get("exhausted") is True
+            for j, o in enumerate(opened):
+                if o is not None:
+                    if not isinstance(o, dict) or not isinstance(o.get("input"), str):
+                        raise bad(kind, f"slot {j} is not valid")
+                    (x,) = decode_held({"held": [o["input"]]}, kind)
+                    sub = _Level(o.get("state"))
+                    slots[j] = (x, open_one(x, sub), sub)
+        lv.get = state
+        active = saved is not None  # (a round resumed had an input open when saved)
         while True:
-            active = False
-            for s in range(cycle_length):
-                it = slots[s]
-                if it is None and not exhausted_input:
-                    make = next(pending, None)
-                    if make is None:
+            while s < cycle_length:
+                sl = slots[s]
+                if sl is None and not exhausted_input:
+                    x = next(items, _EXHAUSTED)
+                    if x is _EXHAUSTED:
                         exhausted_input = True
                     else:
-                        it = slots[s] = make()
-                if it is None:
-                    continue
-                active = True
-                if block_length == 1:
-                    record = next(it, _EXHAUSTED)
-                    if record is not _EXHAUSTED:
+                        sub = _Level()
+                        sl = slots[s] = (x, open_one(x, sub), sub)
+                if sl is not None:
+                    active = True
+                    it = sl[1]
+                    while taken < block_length:
+                        record = next(it, _EXHAUSTED)
+                        if record is _EXHAUSTED:
+                            break
+                        taken += 1
                         yield record
-                        continue
-                else:
-                    taken = 0
-                    for taken, record in enumerate(itertools.islice(it, block_length), 1):  # noqa: B007
-                        yield record
-                    if taken == block_length:
-                        continue
-                _close(it)  # this file is done: its slot takes the next file on its turn
-                slots[s] = None
+                    if taken < block_length:
+                        # this input is done: its slot takes the next one on its turn
+                        slots[s] = None
+                        _close(it)
+                taken = 0
+                s += 1
+            s = 0
             if not active and exhausted_input:
                 return
+            active = False
     finally:
-        for it in slots:
-            _close(it)
+        for sl in slots:
+            if sl is not None:
+                _close(sl[1])
 
 
 def _interleave_lists(
@@ -162,25 +219,35 @@ class _Interleave(_Op):
         self.block = block
         self.workers = workers
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
         fn, workers, kind = self.fn, self.workers, self.kind
 
-        def open_one(x: Any) -> Iterator[Any]:
+        def open_one(x: Any, sub: _Level) -> Iterator[Any]:
             ds = fn(x)
             if not isinstance(ds, kind):
                 raise TypeError(
                     f"interleave's map_func must return a Dataset, got {type(ds).__name__}"
                 )
             if workers > 0:
-                return _flatten_lists(
-                    _prefetch(lambda: _chunks(ds._iterate(key), _READ_AHEAD_CHUNK), 2)
+                inner = _Level()
+                saved = resumed(sub, inner, "read-ahead")
+                held = [] if saved is None else decode_held(saved, "read-ahead")
+                return _gated(
+                    lambda: ds._iterate(key, (), inner),
+                    2,
+                    sub,
+                    inner,
+                    "read-ahead",
+                    held,
+                    _READ_AHEAD_CHUNK,
                 )
-            out: Iterator[Any] = ds._iterate(key)
+            out: Iterator[Any] = ds._iterate(key, (), sub)
             return out
 
+        what = self.describe()
+        saved = resumed(lv, below, what)
         items = upstream(key)
-        readers = (functools.partial(open_one, x) for x in items)
-        return _closing_after(_interleave(readers, self.cycle, self.block), items)
+        return _interleaved(items, open_one, self.cycle, self.block, lv, below, what, saved)
 
     def cardinality(self, n: int) -> int:
         return UNKNOWN_CARDINALITY
@@ -191,11 +258,3 @@ class _Interleave(_Op):
 
 #: Elements a read-ahead thread of ``interleave(num_parallel_calls=...)`` hands over at once.
 _READ_AHEAD_CHUNK = 64
-
-
-def _closing_after(items: Iterator[Any], other: Iterator[Any]) -> Iterator[Any]:
-    try:
-        yield from items
-    finally:
-        _close(items)
-        _close(other)

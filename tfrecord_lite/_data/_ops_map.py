@@ -13,6 +13,7 @@ import numpy as np
 from .._errors import TFRecordError
 from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
 from ._origin import _LAST, FRESH, failing, handed, made_from, noted, release
+from ._state import _Level, decode_held, field_int, replaying, resumed, up_state
 
 
 def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
@@ -22,6 +23,16 @@ def _unpacking(fn: Callable[..., Any]) -> Callable[[Any], Any]:
         return fn(*x) if type(x) is tuple else fn(x)
 
     return call
+
+
+def _one_to_one(lv: _Level, below: _Level, kind: str) -> None:
+    """Publish the state of a stage that answers each input at once with one output."""
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        up = below.state(behind)
+        return None if up is None else {"kind": kind, "up": up}
+
+    lv.get = state
 
 
 def _mapped(fn: Callable[[Any], Any], items: Iterator[Any]) -> Iterator[Any]:
@@ -92,19 +103,45 @@ class _Map(_Op):
         self.name = getattr(fn, "__name__", "fn")
         self.workers = num_parallel_calls
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        kind = self.describe()
+        saved = resumed(lv, below, kind)
         if self.workers <= 1:
+            _one_to_one(lv, below, kind)
             return _mapped(self.fn, upstream(key))
-        return _parallel_map(self.fn, upstream(key), self.workers)
+        items = upstream(key)
+        if saved is not None:
+            items = replaying(decode_held(saved, kind), items)
+        return _parallel_map(self.fn, items, self.workers, (lv, below, kind))
 
     def describe(self) -> str:
         return f"map({self.name})"
 
 
-def _parallel_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
-    """``map`` on a thread pool, in order, with at most ``2 * workers`` calls in flight."""
+def _parallel_map(
+    fn: Callable[[Any], Any],
+    items: Iterator[Any],
+    workers: int,
+    levels: Optional[tuple[_Level, _Level, str]] = None,
+) -> Iterator[Any]:
+    """``map`` on a thread pool, in order, with at most ``2 * workers`` calls in flight.
+
+    With ``levels`` (its level, the level below, its kind) it publishes its state:
+    the inputs in flight are rolled back below, or saved (see ._state).
+    """
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tfrecord_lite-map")
     inflight: deque[tuple[Any, Any, Future[Any]]] = deque()
+    if levels is not None:
+        lv, below, kind = levels
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            held = [x for x, _, _ in inflight]
+            if behind:
+                up = below.state(behind + len(held))
+                return None if up is None else {"kind": kind, "up": up}
+            return {"kind": kind, **up_state(below, held)}
+
+        lv.get = state
     try:
         for x in items:
             # The records ``x`` was made from, known now (the slot changes as we read on).
@@ -145,7 +182,14 @@ class _Filter(_Op):
         self.predicate = predicate
         self.features = features  # set when planning moved a parse past this filter
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        kind = self.describe()
+        resumed(lv, below, kind)
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            return None if behind else {"kind": kind, "up": below.state(0)}
+
+        lv.get = state
         return _kept(_unpacking(self.predicate), upstream(key), self.features)
 
     def cardinality(self, n: int) -> int:
@@ -156,13 +200,26 @@ class _Enumerate(_Op):
     def __init__(self, start: int) -> None:
         self.start = start
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
-        return _enumerated(upstream(key), self.start)
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
+        kind = self.describe()
+        saved = resumed(lv, below, kind)
+        n = 0 if saved is None else field_int(saved, "n", kind)
+        return _enumerated(upstream(key), self.start, n, lv, below, kind)
 
 
-def _enumerated(items: Iterator[Any], start: int) -> Iterator[Any]:
+def _enumerated(
+    items: Iterator[Any], start: int, n: int, lv: _Level, below: _Level, kind: str
+) -> Iterator[Any]:
+    """``(start + i, x)`` for the ``i``-th item, from item ``n`` on. State: ``n``."""
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        up = below.state(behind)
+        return None if up is None or behind > n else {"kind": kind, "n": n - behind, "up": up}
+
+    lv.get = state
     try:
-        for i, x in enumerate(items, start):
-            yield (np.int64(i), x)
+        for x in items:
+            n += 1
+            yield (np.int64(start + n - 1), x)
     finally:
         _close(items)

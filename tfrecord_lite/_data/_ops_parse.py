@@ -17,6 +17,7 @@ from .._record import RecordSpans
 from ._op import EpochKey, Upstream, _close, _Op
 from ._ops_batch import _Batch
 from ._origin import located_stream
+from ._state import _Level, decode_held, replaying, resumed
 
 
 class FeatureListsIgnoredWarning(UserWarning):
@@ -54,16 +55,26 @@ def _check_not_sequences(item: Any) -> None:
 
 def _run_parse(
     parse: Callable[[Iterator[Any]], Iterator[Any]],
-    items: Iterator[Any],
+    upstream: Callable[[], Iterator[Any]],
     workers: int,
+    levels: tuple[_Level, _Level, str],
     first: Optional[Callable[[Any], None]] = None,
 ) -> Iterator[Any]:
-    """``parse`` over ``items`` (on ``workers`` threads when more than one), its
-    errors naming their records (see ._origin)."""
+    """``parse`` over ``upstream()`` (on ``workers`` threads when more than one), its
+    errors naming their records (see ._origin). Its state: the inputs read ahead
+    and not yet parsed, rolled back below or saved (see ._state)."""
+    lv, below, kind = levels
+    saved = resumed(lv, below, kind)
+    items = upstream()
+    if saved is not None and "held" in saved:
+        items = replaying(decode_held(saved, kind), items)
     if workers <= 1:
-        return located_stream(parse, items, first)
+        return located_stream(parse, items, first, levels)
     return located_stream(
-        lambda feed: _parsed_on_threads(lambda g: parse(iter(g)), feed, workers), items, first
+        lambda feed: _parsed_on_threads(lambda g: parse(iter(g)), feed, workers),
+        items,
+        first,
+        levels,
     )
 
 
@@ -72,7 +83,7 @@ class _Parse(_Op):
         self.features = features
         self.workers = workers  # num_parallel_calls
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
         from .._examples import parse_stream
 
         # A list is a batch of raw records (``batch(n).parse(f)``): parsed as
@@ -80,8 +91,9 @@ class _Parse(_Op):
         features = self.features
         return _run_parse(
             lambda items: parse_stream(items, features),
-            upstream(key),
+            lambda: upstream(key),
             self.workers,
+            (lv, below, self.describe()),
             _check_not_sequences,
         )
 
@@ -94,14 +106,17 @@ class _ParseSequence(_Op):
         self.plan = plan  # a compiled SequencePlan
         self.workers = workers
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
         from .._examples import parse_sequence_stream
 
         # A batch (``batch(n).parse_sequence(...)``) is parsed as
         # ``parse_sequence_example`` would, consecutive batches extracted in large chunks.
         plan = self.plan
         return _run_parse(
-            lambda items: parse_sequence_stream(items, plan), upstream(key), self.workers
+            lambda items: parse_sequence_stream(items, plan),
+            lambda: upstream(key),
+            self.workers,
+            (lv, below, self.describe()),
         )
 
     def describe(self) -> str:
@@ -122,16 +137,18 @@ class _ParseBatch(_Batch):
         self.features = features
         self.workers = workers
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
         from .._examples import parse_batches
 
         # Each batch comes out as ``parse_example`` returns it; the records of
         # several batches are extracted at once (see ``parse_batches``).
         features = self.features
+        mid = _Level()
         return _run_parse(
             lambda batches: parse_batches(batches, features),
-            self.batches(upstream(key)),
+            lambda: self.batches(upstream, key, mid, below),
             self.workers,
+            (lv, mid, self.describe()),
             _check_not_sequences,
         )
 
@@ -148,14 +165,16 @@ class _ParseSequenceBatch(_Batch):
         self.plan = plan
         self.workers = workers
 
-    def run(self, upstream: Upstream, key: EpochKey) -> Iterator[Any]:
+    def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:
         from .._examples import parse_sequence_stream
 
         plan = self.plan
+        mid = _Level()
         return _run_parse(
             lambda batches: parse_sequence_stream(batches, plan),
-            self.batches(upstream(key)),
+            lambda: self.batches(upstream, key, mid, below),
             self.workers,
+            (lv, mid, self.describe()),
         )
 
     def describe(self) -> str:

@@ -46,6 +46,7 @@ from .._errors import TFRecordError
 from .._files import fs, read_batches, reader_compression
 from .._record import RECORD_OVERHEAD, RecordSpans
 from ._op import _close
+from ._state import _Level, up_state
 
 #: A record's place: its file (path or URL), its index in that file, its byte offset.
 Place = tuple[str, int, Optional[int]]
@@ -207,12 +208,28 @@ def located_stream(
     make: Callable[[Iterator[Any]], Iterator[Any]],
     items: Iterator[Any],
     first: Optional[Callable[[Any], None]] = None,
+    levels: Optional[tuple[_Level, _Level, str]] = None,
 ) -> Iterator[Any]:
     """``make(items)``, an op that answers each input with one output in order
     (a parser), with its errors placed by :func:`relocated`: the input it failed on
     is the first one not yet answered. ``first`` (optional) looks at the first
-    input. Closing it closes ``items``."""
+    input. Closing it closes ``items``.
+
+    With ``levels`` (its level, the level below, its kind) it publishes its state:
+    the inputs taken and not yet answered are rolled back below, or saved."""
     pending: list[Any] = []  # the inputs taken and not yet answered (at most a group)
+    done = 0
+    if levels is not None:
+        lv, below, kind = levels
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            held = pending[done:]
+            if behind:
+                up = below.state(behind + len(held))
+                return None if up is None else {"kind": kind, "up": up}
+            return {"kind": kind, **up_state(below, held)}
+
+        lv.get = state
 
     def feed() -> Iterator[Any]:
         # ``items`` is closed below, after an error is placed: its files are still
@@ -228,7 +245,6 @@ def located_stream(
             yield x
 
     out = make(feed())
-    done = 0
     last = _LAST
     y = None
     try:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ._op import EpochKey
+from ._state import _Level, bad, check_kind, field_int
 
 
 class _Slices:
@@ -37,13 +38,37 @@ class _Slices:
         return f"Dataset.from_tensor_slices(<{self.length} elements>)"
 
     def iterate(
-        self, key: EpochKey, extra_shards: tuple[tuple[int, int, str], ...] = ()
+        self,
+        key: EpochKey,
+        extra_shards: tuple[tuple[int, int, str], ...] = (),
+        lv: Optional[_Level] = None,
     ) -> Iterator[Any]:
+        """The rows (of this shard). State: the number of rows handed out."""
         rows: Sequence[int] = range(self.length)
         for n, i, _ in extra_shards:  # DataLoader workers / ranks: disjoint slices
             rows = rows[i::n]
+        kind = self.describe()
+        lv = lv if lv is not None else _Level()
+        saved = lv.take()
+        k = 0
+        if saved is not None:
+            check_kind(saved, kind, kind)
+            k = field_int(saved, "rows", kind)
+            if k > len(rows):
+                raise bad(kind, f"{k} rows handed out, it has {len(rows)}")
+
+        done = [k]
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            return None if behind > done[0] else {"kind": kind, "rows": done[0] - behind}
+
+        lv.get = state
+        return self._rows(rows, done)
+
+    def _rows(self, rows: Sequence[int], done: list[int]) -> Iterator[Any]:
         columns, structure = self.columns, self.structure
-        for j in rows:
+        for j in rows[done[0] :]:
+            done[0] += 1
             yield _rebuild_structure(structure, iter([c[j] for c in columns]))
 
 

@@ -28,17 +28,37 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
-from .._files import READ_BLOCK_SIZE, find_index, fs, read_batches, reader_compression
+from .._files import (
+    READ_BLOCK_SIZE,
+    detect_compression,
+    find_index,
+    fs,
+    read_batches,
+    reader_compression,
+)
 from .._record import RecordSpans, SkipReport, warn_skip
-from ._lists import _every_list, _flatten_lists, _window_list
 from ._op import UNKNOWN_CARDINALITY, EpochKey, _close
 from ._ops_interleave import _interleave_lists
 from ._ops_shuffle import _rng
 from ._origin import _Chunks, chunk_table, registered
 from ._prefetch import _prefetch
+from ._source_state import (
+    Cursor,
+    Tracker,
+    _Mark,
+    bytes_before,
+    count_state,
+    cursor_state,
+    load_count,
+    load_cursor,
+    opened_at,
+    order_digest,
+)
+from ._state import _Level, bad
 
 _T = TypeVar("_T")
 
@@ -113,12 +133,14 @@ class _Source:
         extra_shards: tuple[tuple[int, int, str], ...] = (),
         lists: bool = False,
         spans: bool = False,
+        lv: Optional[_Level] = None,
     ) -> Iterator[Any]:
         """The records (``lists``: lists of records, in the same order).
 
         ``spans`` (with ``lists``, for a parser): files read one after the other
         hand out :class:`~tfrecord_lite._record._scan.RecordSpans` of their blocks where
-        they can, so no record is copied out on its own.
+        they can, so no record is copied out on its own. The state is published in
+        ``lv`` (and a saved one taken from it): see :mod:`._source_state`.
         """
         src = self.copy(shards=self.shards + extra_shards) if extra_shards else self
         entries, n_files, n_rec, i_rec = src.plan()
@@ -126,6 +148,10 @@ class _Source:
             entropy, reshuffle = src.file_shuffle
             perm = _rng(entropy, 1, key, reshuffle).permutation(len(entries))
             entries = [entries[j] for j in perm]
+        lv = lv if lv is not None else _Level()
+        saved = lv.take()
+        paths = [path for path, _ in entries]
+        order = order_digest(paths)
         # Each file hands out its records a list at a time (as its decoder
         # produces them); the files' lists are merged in tf.data's order, and
         # only the last step hands out single records.
@@ -133,27 +159,57 @@ class _Source:
         spans = spans and lists and src.cycle_length <= 1
         # The blocks handed out, so that an error names its record's file (see _origin).
         table = chunk_table(src.compression, 4 + 2 * src.cycle_length)
+        chained = src.cycle_length <= 1
+        start = Cursor(0, 0, None)
+        skip = 0
+        if saved is not None:
+            if chained:
+                start = load_cursor(saved, paths, order)
+            else:
+                skip = load_count(saved, paths, order)
+        tracker = Tracker(start, lists)
         readers: list[Callable[[], Iterator[Sequence[bytes]]]] = [
-            functools.partial(src._read_file, table, path, f, n_files, n_rec, i_rec, spans)
-            for path, f in entries
+            functools.partial(
+                src._read_file,
+                table,
+                path,
+                f,
+                n_files,
+                n_rec,
+                i_rec,
+                spans,
+                tracker.marks if chained else None,
+                e,
+                start if e == start.entry else None,
+            )
+            for e, (path, f) in enumerate(entries)
+            if e >= start.entry
         ]
-        paths = [path for path, _ in entries]
         if any(fs.is_url(p) for p in paths):
             # Object stores: fetch the next files' first blocks while these are read,
             # so that num_parallel_reads objects (at least 2) are in flight at once.
             ahead = max(2, src.cycle_length)
-            fs.prefetch(paths[:ahead])
+            rest = paths[start.entry :]
+            fs.prefetch(rest[:ahead])
             readers = [
-                functools.partial(_warming, make, paths[k + 1 : k + 1 + ahead])
+                functools.partial(_warming, make, rest[k + 1 : k + 1 + ahead])
                 for k, make in enumerate(readers)
             ]
-        if src.cycle_length <= 1:
+        if chained:
             merged = _chain_files(readers)
         else:
             merged = _interleave_lists(readers, src.cycle_length, src.block_length)
         if spans:
             merged = _read_ahead_when_big(merged)
-        return merged if lists else _flatten_lists(merged)
+        if not chained:
+            return _counted(merged, lists, skip, lv, paths, order)
+
+        def state(behind: int) -> Optional[dict[str, Any]]:
+            cur = tracker.cursor(behind)
+            return None if cur is None else cursor_state(cur, paths, order, len(paths))
+
+        lv.get = state
+        return tracker.follow(merged)
 
     def block_size(self) -> int:
         """Read block per open file: 1 MiB, shared out when several files are open at once."""
@@ -170,19 +226,27 @@ class _Source:
         n: int,
         i: int,
         spans: bool = False,
+        marks: Optional[deque[_Mark]] = None,
+        entry: int = 0,
+        start: Optional[Cursor] = None,
     ) -> Iterator[Sequence[bytes]]:
-        """The records of one file this shard reads, each block entered in ``table``."""
+        """The records of one file this shard reads, each block entered in ``table``,
+        each list noted in ``marks`` as file ``entry`` of the epoch (see
+        :mod:`._source_state`), from the record ``start`` says."""
         window = self.windows.get(path) if self.windows else None
-        skip = window[0] if window is not None else 0
+        low, high = (window[0], window[0] + window[1]) if window is not None else (0, None)
         if n == 1:
-            return registered(self._stream(path, spans), table, path, skip, 1)
-        # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
-        g = math.gcd(n_files, n)
-        d = (i - f) % n
-        if d % g:
-            return iter(())  # no record of this file is in this shard
-        step = n // g
-        r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
+            r0, step = 0, 1
+        else:
+            # Records r with r * F + f == i (mod n): r == r0 (mod n / gcd(F, n)), or none at all.
+            g = math.gcd(n_files, n)
+            d = (i - f) % n
+            if d % g:
+                return iter(())  # no record of this file is in this shard
+            step = n // g
+            r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
+        first = max(low, start.index if start is not None else 0)
+        first += (r0 - first) % step  # the first record to hand out
         if (
             step > 1
             and self.compression in ("", "auto")
@@ -191,29 +255,50 @@ class _Source:
         ):
             index_path = find_index(path)
             if index_path is not None:
-                lists = self._read_indexed(path, index_path, r0, step)
-                return registered(lists, table, path, r0, step)
-        lists = _every_list(self._stream(path, spans), r0, step)
-        return registered(lists, table, path, skip + r0, step)
+                lists = self._read_indexed(path, index_path, first, step, marks, entry)
+                return registered(lists, table, path, first, step)
+        seek = start.seek if start is not None else None
+        if seek is not None and not (seek[1] > 0 and self._plain_local(path)):
+            seek = None  # read from the start, passing over the records before
+        offsets = marks is not None and self.on_error == "raise"
+        raws = self._stream(path, spans, seek)
+        lists = _picked(raws, first, step, high, marks, entry, seek, offsets)
+        return registered(lists, table, path, first, step)
 
-    def _stream(self, path: str, spans: bool = False) -> Iterator[Sequence[bytes]]:
+    def _stream(
+        self, path: str, spans: bool = False, seek: Optional[tuple[int, int]] = None
+    ) -> Iterator[Sequence[bytes]]:
         """The file's records (CRCs checked, damaged ones raised or skipped), a list
-        (or spans) at a time."""
-        lists = read_batches(
-            fs.bind(path, None),
-            reader_compression(self.compression),
-            self.verify,
-            self.block_size(),
-            "raise" if self.on_error == "raise" else "skip",
-            self._skip_reporter(),
-            None,
-            spans,
-            grow=spans and self.buffer_size is None,
-        )
-        window = self.windows.get(path) if self.windows else None
-        if window is None:
-            return lists
-        return _window_list(lists, window[0], window[1])
+        (or spans) at a time; from the byte offset of ``seek`` (a record index and
+        its offset) when the file is a plain local one, else from its start (see
+        :func:`_picked`)."""
+
+        def read(source: Any, compression: str) -> Iterator[Sequence[bytes]]:
+            return read_batches(
+                source,
+                compression,
+                self.verify,
+                self.block_size(),
+                "raise" if self.on_error == "raise" else "skip",
+                self._skip_reporter(),
+                None,
+                spans,
+                grow=spans and self.buffer_size is None,
+            )
+
+        if seek is not None:
+            return opened_at(path, seek, lambda f: read(f, ""))
+        return read(fs.bind(path, None), reader_compression(self.compression))
+
+    def _plain_local(self, path: str) -> bool:
+        """Whether ``path`` is a local uncompressed file (it can be read from an offset)."""
+        if fs.is_url(path) or self.on_error != "raise":
+            return False
+        compression = reader_compression(self.compression)
+        if compression == "auto":
+            with open(path, "rb") as f:
+                compression = detect_compression(f.read(16))
+        return compression == ""
 
     def _skip_reporter(self) -> Optional[Callable[[SkipReport], None]]:
         """Where a skipped stretch is reported: ``on_skip``, and a warning with "warn"."""
@@ -230,27 +315,118 @@ class _Source:
         return report
 
     def _read_indexed(
-        self, path: str, index_path: str, start: int, step: int
+        self,
+        path: str,
+        index_path: str,
+        start: int,
+        step: int,
+        marks: Optional[deque[_Mark]] = None,
+        entry: int = 0,
     ) -> Iterator[Sequence[bytes]]:
-        """Records ``start::step`` of a file with an index: read only those (one pread each)."""
+        """Records ``start::step`` of a file with an index: read only those (one pread
+        each), each list noted in ``marks``."""
         from .._files import RandomAccessError, StaleIndexError, TFRecordFile
 
         try:
             f = TFRecordFile(path, index_path, compression=self.compression, verify=self.verify)
         except RandomAccessError:  # compressed: stream it
-            yield from _every_list(self._stream(path), start, step)
+            yield from _picked(self._stream(path), start, step, None, marks, entry, None, False)
             return
         except StaleIndexError as err:
             warnings.warn(f"{err}; reading {path!r} without it", RuntimeWarning, stacklevel=2)
-            yield from _every_list(self._stream(path), start, step)
+            yield from _picked(self._stream(path), start, step, None, marks, entry, None, False)
             return
         try:
             n = len(f)
             chunk = 256 * step
             for first in range(start, n, chunk):
-                yield f.get_many(range(first, min(n, first + chunk), step))
+                lst = f.get_many(range(first, min(n, first + chunk), step))
+                if marks is not None:
+                    marks.append((lst, entry, None, 0, first, None, step))
+                yield lst
         finally:
             f.close()
+
+
+def _picked(
+    raws: Iterator[Sequence[bytes]],
+    first: int,
+    step: int,
+    high: Optional[int],
+    marks: Optional[deque[_Mark]],
+    entry: int,
+    seek: Optional[tuple[int, int]],
+    offsets: bool,
+) -> Iterator[Sequence[bytes]]:
+    """Records ``first, first + step, ...`` (below ``high``) of a file read as lists
+    from the record ``seek`` gives (its start: None), each list noted in ``marks``
+    (with the byte offsets of its records when ``offsets``)."""
+    base, off = seek if seek is not None else (0, 0)
+    at: Optional[int] = off if offsets else None
+    want = first
+    try:
+        for raw in raws:
+            stop = len(raw) if high is None else min(len(raw), high - base)
+            a = want - base
+            if a < stop:
+                whole = a == 0 and step == 1 and stop == len(raw)
+                out = raw if whole else raw[a:stop:step]
+                if marks is not None:
+                    marks.append((out, entry, raw, a, base, at, step))
+                want = base + a + len(out) * step
+                yield out
+            if at is not None:
+                at += bytes_before(raw, len(raw))
+            base += len(raw)
+            if high is not None and base >= high:
+                return
+    finally:
+        _close(raws)
+
+
+def _counted(
+    merged: Iterator[Sequence[bytes]],
+    lists: bool,
+    skip: int,
+    lv: _Level,
+    paths: Sequence[str],
+    order: str,
+) -> Iterator[Any]:
+    """Interleaved files' lists (or their records), after the first ``skip`` records;
+    the state is the number of records handed out (see :mod:`._source_state`)."""
+    handed = 0  # the records of the lists before the current one
+    current: Optional[Iterator[bytes]] = None
+    size = 0
+
+    def state(behind: int) -> Optional[dict[str, Any]]:
+        n = handed
+        if current is not None:
+            n += size - current.__length_hint__()  # type: ignore[attr-defined]
+        if behind > n:
+            return None
+        return count_state(n - behind, paths, order, len(paths))
+
+    lv.get = state
+    try:
+        for lst in merged:
+            if skip:
+                if len(lst) <= skip:
+                    skip -= len(lst)
+                    handed += len(lst)
+                    continue
+                lst, handed, skip = lst[skip:], handed + skip, 0
+            if lists:
+                handed += len(lst)
+                yield lst
+            else:
+                current, size = iter(lst), len(lst)
+                yield from current
+                handed += size
+                current = None
+        if skip:
+            raise bad("files", f"it handed out {handed + skip} records, the files hold {handed}")
+    finally:
+        _close(merged)
 
 
 #: Records this big on average are read ahead in a background thread while the
