@@ -1,4 +1,4 @@
-"""Chunked deflate over threads (``_compress._Chunked``) and the ``auto`` encoder ladder.
+"""Chunked deflate over threads (``_deflate_parallel.ChunkedDeflate``) and the ``auto`` encoder ladder.
 
 A chunked stream is checked byte for byte against the standard library's
 inflater (``gzip.decompress`` / ``zlib.decompress`` verify CRC-32 + size and
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._files import _compress
+from tfrecord_lite._files import _compress, _deflate_parallel
 
 ENV = _compress.ENV_VAR
 BACKENDS = _compress.available_deflate_backends()
@@ -39,7 +39,7 @@ def deflate_threads() -> list[threading.Thread]:
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
     """Many chunks from little data, and threads whatever the core count."""
-    monkeypatch.setattr(_compress, "DEFLATE_CHUNK", 5000)
+    monkeypatch.setattr(_deflate_parallel, "DEFLATE_CHUNK", 5000)
     monkeypatch.setattr(_compress, "deflate_threads", lambda: 2)
     return 5000
 
@@ -70,7 +70,7 @@ def inflate_exact(blob: bytes, wbits: int) -> bytes:
 
 def chunked(backend: str, level: int, wbits: int, threads: int = 2) -> Any:
     mapped = 1 if backend == "isal" else level
-    return _compress._Chunked(backend, mapped, level, wbits, 9, 0, threads)
+    return _compress._chunked(backend, mapped, level, wbits, 9, 0, threads)
 
 
 @needs_fast
@@ -212,7 +212,7 @@ def test_single_core_writes_one_stream(
         monkeypatch.setenv(ENV, name)
         z, _ = _compress.compressobj(-1, 31, 9, 0)
         blob = z.compress(b"abc" * 1000) + z.flush()
-        assert not isinstance(getattr(z, "_z", z), _compress._Chunked)
+        assert not isinstance(getattr(z, "_z", z), _deflate_parallel.ChunkedDeflate)
         assert gzip.decompress(blob) == b"abc" * 1000
 
 
@@ -222,13 +222,13 @@ def test_zlib_by_name_and_per_record_flushes_are_never_chunked(
     monkeypatch.setattr(_compress, "deflate_threads", lambda: 4)
     monkeypatch.setenv(ENV, "zlib")
     z, name = _compress.compressobj(-1, 31, 9, 0)
-    assert name == "zlib" and not isinstance(z, _compress._Chunked)
+    assert name == "zlib" and not isinstance(z, _deflate_parallel.ChunkedDeflate)
     for backend in CHUNKED:
         monkeypatch.setenv(ENV, backend)
         z, _ = _compress.compressobj(-1, 31, 9, 0, zlib.Z_SYNC_FLUSH)
-        assert not isinstance(z, _compress._Chunked)
+        assert not isinstance(z, _deflate_parallel.ChunkedDeflate)
         z, _ = _compress.compressobj(-1, 31, 9, 0)
-        assert isinstance(z, _compress._Chunked)
+        assert isinstance(z, _deflate_parallel.ChunkedDeflate)
 
 
 # --------------------------------------------------------------------------- the auto ladder
@@ -321,6 +321,6 @@ print(type(getattr(w._zobj, "_z", w._zobj)).__name__)
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     if _compress.deflate_threads() > 1:
-        assert run.stdout.strip() == "_Chunked"
+        assert run.stdout.strip() == "ChunkedDeflate"
     records = [bytes([i % 7]) * 3000 + str(i).encode() for i in range(1500)]
     assert gzip.decompress(out.read_bytes()) == tfr.encode_records(records * 2)

@@ -25,7 +25,7 @@ tf.get_logger().setLevel("ERROR")
 warnings.filterwarnings("ignore", message=".*tf_record_iterator.*")
 
 import tfrecord_lite as tfr  # noqa: E402
-from tfrecord_lite._files import _compress  # noqa: E402
+from tfrecord_lite._files import _compress, _deflate_parallel  # noqa: E402
 
 ENV = _compress.ENV_VAR
 BACKENDS = _compress.available_deflate_backends()
@@ -154,7 +154,7 @@ def test_tensorflow_reads_chunked_deflate(
     # across their boundaries), joined into one stream: TensorFlow reads it whole,
     # after flushes, at every level and window size.
     monkeypatch.setenv(ENV, backend_name)
-    monkeypatch.setattr(_compress, "DEFLATE_CHUNK", 20_000)
+    monkeypatch.setattr(_deflate_parallel, "DEFLATE_CHUNK", 20_000)
     monkeypatch.setattr(_compress, "deflate_threads", lambda: 2)
     records = records_for(7, n=400)
     for level, window_bits in ((-1, None), (1, None), (6, 10), (9, 15)):

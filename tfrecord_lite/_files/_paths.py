@@ -34,7 +34,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Optional, Union
 
-from . import _fs
+from . import _fs, _remote_read
 from ._shardset import MANIFEST_SUFFIX, check_shard_set
 from ._sniff import SNIFF_BYTES, NotATFRecordError, looks_like_tfrecord, sniff_format
 
@@ -114,7 +114,7 @@ def _heads(paths: list[str]) -> list[bytes]:
     """The first bytes of each file, enough to sniff (URLs fetched concurrently)."""
     if not paths or not _fs.is_url(paths[0]) or len(paths) == 1:
         return [_fs.head(p, SNIFF_BYTES) for p in paths]
-    pool = _fs._pool()
+    pool = _remote_read.fetch_pool()
     return [f.result() for f in [pool.submit(_fs.head, p, SNIFF_BYTES) for p in paths]]
 
 
