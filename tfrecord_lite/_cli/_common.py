@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from .. import example_pb2
 from .._errors import TFRecordError
+from .._examples import KindProbe, RecordKind
 from .._files import Damage, NotATFRecordError, Record, expand_paths, fs, salvage_file
 from ._progress import Progress, progress
 
@@ -182,6 +183,17 @@ def iter_records(
     finally:
         if own:
             bar.close()
+
+
+def file_kind(path: str) -> RecordKind:
+    """What the records of a file are, from its first records (see ``RecordKind``): info,
+    head and verify all say ``not tf.train.Example (looks like a TensorBoard Event)``."""
+    probe = KindProbe()
+    for item in salvage_file(path):  # closed (with its file) as it goes out of scope
+        if isinstance(item, Damage) or probe.full:
+            break
+        probe.add(item.data)
+    return probe.result()
 
 
 def parse_any(data: bytes) -> Optional[Any]:

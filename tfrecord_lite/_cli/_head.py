@@ -13,6 +13,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .._examples import RecordKind
 from .._files import Damage, Record, SalvageInfo, salvage_file
 from ._common import (
     EXIT_DATA,
@@ -24,6 +25,7 @@ from ._common import (
     damage_line,
     examples_text,
     expand_inputs,
+    file_kind,
     parse_any,
 )
 from ._output import key_text, plural
@@ -122,10 +124,13 @@ def _feature_lines(fmap: Any, indent: str) -> list[str]:
     return lines
 
 
-def _head_text(path: str, rec: Record, compressed: bool) -> list[str]:
-    msg = parse_any(rec.data)
+def _head_text(path: str, rec: Record, compressed: bool, records: RecordKind) -> list[str]:
     where = "decompressed offset" if compressed else "offset"
     title = f"record {rec.index}  ({where} {rec.offset}, {plural(len(rec.data), 'byte')}"
+    if not records.is_example:  # parses as an Example only by accident: show its bytes
+        guess = f": looks like a {records.looks_like}" if records.looks_like else ""
+        return [f"{title}, not an Example{guess})", "  " + format_bytes(rec.data)]
+    msg = parse_any(rec.data)
     if msg is None:
         return [f"{title}, not an Example)", "  " + format_bytes(rec.data)]
     lists = msg.feature_lists.feature_list
@@ -153,16 +158,19 @@ def _head_text(path: str, rec: Record, compressed: bool) -> list[str]:
     return lines
 
 
-def _head_json(path: str, rec: Record) -> dict[str, Any]:
+def _head_json(path: str, rec: Record, kind: RecordKind) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "file": path,
         "index": rec.index,
         "offset": rec.offset,
         "length": len(rec.data),
     }
-    msg = parse_any(rec.data)
+    msg = parse_any(rec.data) if kind.is_example else None
     if msg is None:
         obj["type"] = None
+        if not kind.is_example:
+            obj["description"] = kind.describe()
+            obj["looks_like"] = kind.looks_like
         obj["data"] = base64.b64encode(rec.data).decode("ascii")
         return obj
     lists = msg.feature_lists.feature_list
@@ -186,6 +194,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             print(f"{'' if i == 0 else chr(10)}==> {path} <==")
         shown = 0
         info = SalvageInfo()
+        kind = file_kind(path)  # TensorBoard events, ELWC... are not shown as Examples
         for item in salvage_file(path, info=info):
             if shown >= args.n:
                 break  # the generator (and its file) is closed as it goes out of scope
@@ -196,9 +205,9 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             if item.index < args.skip:
                 continue
             if args.json:
-                print(json.dumps(_head_json(path, item)))
+                print(json.dumps(_head_json(path, item, kind)))
             else:
-                print("\n".join(_head_text(path, item, bool(info.compression))))
+                print("\n".join(_head_text(path, item, bool(info.compression), kind)))
             shown += 1
         if shown == 0 and not problems:
             # Say so, rather than print nothing (on stderr: --json output stays JSON lines).

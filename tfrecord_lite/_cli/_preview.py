@@ -95,22 +95,34 @@ def _fit_shape(shape: tuple[int, ...], count: int) -> tuple[int, ...]:
     return shape
 
 
-def _preview_cell(
-    fmap: Any, key: str, args: argparse.Namespace
+def feature_names(msg: Any) -> str:
+    """The features of a record, for a message: a SequenceExample's context features and
+    feature lists both (``context features: a, b; feature lists: c``)."""
+
+    def some(keys: Any) -> str:
+        names = sorted(keys)
+        more = f", ... ({len(names)} in all)" if len(names) > 12 else ""
+        return ", ".join(names[:12]) + more or "(none)"
+
+    lists = msg.feature_lists.feature_list
+    if not lists:
+        return f"features: {some(msg.context.feature)}"
+    return f"context features: {some(msg.context.feature)}; feature lists: {some(lists)}"
+
+
+def _preview_feature(
+    feature: Any, key: str, fmap: Any, args: argparse.Namespace, what: str = "feature"
 ) -> tuple[Optional[np.ndarray], Optional[str]]:
-    """(display array, None) or (None, why not)."""
+    """A ``Feature`` (a context feature, or one step of a feature list) as an image;
+    ``fmap`` holds the shapes stored beside it (``KEY/shape``, ``image/height`` ...)."""
     from .._decoding import decode_image, display_array, sniff_image
 
-    if key not in fmap:
-        keys = ", ".join(sorted(fmap)[:12]) or "(none)"
-        return None, f"no feature {key!r} (features: {keys})"
-    feature = fmap[key]
     kind = feature.WhichOneof("kind")
     if kind is None:
-        return None, f"feature {key!r} is empty"
+        return None, f"{what} {key!r} is empty"
     values = getattr(feature, kind).value
     if not values:
-        return None, f"feature {key!r} has no values"
+        return None, f"{what} {key!r} has no values"
     shape: Optional[tuple[int, ...]] = args.shape or _stored_shape(fmap, key)
     if kind == "bytes_list":
         data = bytes(values[0])
@@ -145,9 +157,11 @@ def _preview_cell(
     return display_array(arr.reshape(shape)), None
 
 
-def image_key(fmap: Any) -> Optional[str]:
+def image_key(fmap: Any, lists: Any = None) -> Optional[str]:
     """The feature of a record that holds an encoded image (JPEG, PNG ...), as ``head``
-    recognises one: ``image/encoded`` first, then the others in sorted order."""
+    recognises one: ``image/encoded`` first, then the others in sorted order; then, in
+    the same order, a feature list (``lists``) whose first step holds one (the frames of
+    a SequenceExample, as MediaPipe writes ``image/encoded``)."""
     from .._decoding import sniff_image
 
     keys = sorted(fmap, key=lambda k: (k != "image/encoded", k))
@@ -155,7 +169,33 @@ def image_key(fmap: Any) -> Optional[str]:
         value = _bytes_feature(fmap, key)
         if value is not None and sniff_image(value) is not None:
             return str(key)
+    for key in sorted(lists or (), key=lambda k: (k != "image/encoded", k)):
+        steps = lists[key].feature
+        value = _bytes_feature({key: steps[0]}, key) if steps else None
+        if value is not None and sniff_image(value) is not None:
+            return str(key)
     return None
+
+
+def _frames(
+    msg: Any, key: str, args: argparse.Namespace, names: Optional[list[str]], room: int
+) -> list[tuple[Optional[np.ndarray], Optional[str], Optional[str]]]:
+    """Up to ``room`` frames of the feature list ``key``: (image, label, why not)."""
+    context = msg.context.feature
+    lists = msg.feature_lists.feature_list
+    steps = lists[key].feature
+    if not steps:
+        return [(None, "-", f"feature list {key!r} has no steps")]
+    labels = lists[args.label_key].feature if args.label_key in lists else None
+    out: list[tuple[Optional[np.ndarray], Optional[str], Optional[str]]] = []
+    for j, step in enumerate(steps[:room]):
+        arr, why = _preview_feature(step, key, context, args, what=f"step {j} of feature list")
+        if labels is not None:
+            label = _label_text({"_": labels[j]}, "_", names) if j < len(labels) else "-"
+        else:
+            label = _label_text(context, args.label_key, names)
+        out.append((arr, label, why))
+    return out
 
 
 def _label_text(fmap: Any, key: Optional[str], names: Optional[list[str]]) -> Optional[str]:
@@ -236,16 +276,29 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                 cells.append((None, "?"))
                 continue
             fmap = msg.context.feature
+            lists = msg.feature_lists.feature_list
             if args.image_key is None:
-                args.image_key = image_key(fmap)
+                args.image_key = image_key(fmap, lists)
                 if args.image_key is None:
                     raise UsageError(
                         f"{path}: record {rec.index} has no feature holding an encoded image "
-                        f"(features: {', '.join(sorted(fmap)[:12]) or '(none)'}): pass --image-key"
+                        f"({feature_names(msg)}): pass --image-key"
                     )
                 if not ctx.quiet:
-                    print(f"{PROG}: images from feature {args.image_key!r}", file=sys.stderr)
-            arr, why = _preview_cell(fmap, args.image_key, args)
+                    what = "feature" if args.image_key in fmap else "feature list"
+                    print(f"{PROG}: images from {what} {args.image_key!r}", file=sys.stderr)
+            key = args.image_key
+            if key not in fmap and key in lists:  # a SequenceExample's frames
+                for arr, label, why in _frames(msg, key, args, names, args.n - len(cells)):
+                    if arr is None:
+                        problems += 1
+                        report(path, rec.index, why or "cannot show this frame")
+                    cells.append((arr, label))
+                continue
+            if key not in fmap:
+                arr, why = None, f"no feature {key!r} ({feature_names(msg)})"
+            else:
+                arr, why = _preview_feature(fmap[key], key, fmap, args)
             if arr is None:
                 problems += 1
                 report(path, rec.index, why or "cannot show this record")

@@ -22,14 +22,20 @@ from ._common import (
     tfds_inputs,
     total_size,
 )
+from ._head import SHOW_HEX
 from ._output import plural
 
 
 def _parse_error(data: bytes) -> str:
+    """Why a record is not an Example or SequenceExample, in a few words ("" if it is)."""
     try:
         example_pb2.SequenceExample.FromString(data)
-    except Exception as e:
-        return " ".join(str(e).split()) or type(e).__name__
+    except Exception:
+        # The protocol buffer library's message names its internals; say what is wrong.
+        shown = " ".join(f"{b:02x}" for b in data[:SHOW_HEX]) + (
+            " ..." if len(data) > SHOW_HEX else ""
+        )
+        return f"its {plural(len(data), 'byte')} do not parse as a protocol buffer ({shown})"
     return ""
 
 
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
                     say(
                         bar,
                         f"{path}: record {item.index}, {where} {item.offset}: not a "
-                        f"tf.train.Example or SequenceExample ({why})",
+                        f"tf.train.Example or SequenceExample: {why}",
                     )
             try:  # a shard of a complete set: the count its manifest lists
                 check_shard_records(path, good)
@@ -78,7 +84,12 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             if not kind.is_example and not unparsed:  # Examples only by accident
                 problems += 1
                 unparsed += 1
-                say(bar, f"{path}: {kind.explain()}")
+                say(
+                    bar,
+                    f"{path}: the records are {kind.describe()}: {kind.evidence()}; to check "
+                    "only the "
+                    "framing and CRCs of records of another kind, use --no-parse",
+                )
             records += good
             not_examples += unparsed
             if other:
