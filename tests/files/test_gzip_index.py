@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import pickle
 import struct
@@ -351,3 +352,42 @@ def test_an_index_that_is_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
         TFRecordFile(path, index_path=fifo)
     with pytest.raises(StaleIndexError, match="regular file"):
         read_index(fifo)
+
+
+def _gzip_with_name(recs: list[bytes]) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="n.tfrecord", mode="wb", fileobj=buf, mtime=0) as g:
+        g.write(tfr.encode_records(recs))
+    return buf.getvalue()
+
+
+ONE = tfr.encode_record(b"a")
+EDGES = {
+    "empty GZIP": gzip.compress(b"", mtime=0),
+    "empty ZLIB": zlib.compress(b""),
+    "zero padding": gzip.compress(ONE, mtime=0) + bytes(100),
+    "bytes after ZLIB": zlib.compress(ONE) + b"junk",
+    "bytes after GZIP": gzip.compress(ONE, mtime=0) + b"junk",
+    "one byte of a member": gzip.compress(ONE, mtime=0) + b"\x1f",
+    "member header cut": gzip.compress(ONE, mtime=0) + gzip.compress(ONE, mtime=0)[:6],
+    "members with names": _gzip_with_name([b"x", b"yy"]) * 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGES))
+@pytest.mark.parametrize("with_index", [False, True])
+def test_edges_read_as_the_iterator_reads_them(tmp_path: Path, name: str, with_index: bool) -> None:
+    path = tmp_path / "edge"
+    path.write_bytes(EDGES[name])
+    try:
+        expected: object = list(tfr.tf_record_iterator(str(path)))
+    except tfr.TFRecordError as err:
+        expected = type(err)
+    try:
+        if with_index:
+            create_index(path)
+        with TFRecordFile(path) as f:
+            got: object = list(f)
+    except tfr.TFRecordError as err:
+        got = type(err)
+    assert got == expected

@@ -357,6 +357,12 @@ def _after_member(f: object, rest: bytes, path: str, at: int) -> Optional[bytes]
         return None
     if rest[:2] == GZIP_MAGIC:
         return rest
+    if rest == GZIP_MAGIC[:1]:  # the file ends one byte into the next member
+        raise TruncatedRecordError(
+            f"the GZIP stream ends one byte into a member (compressed byte {at}): the file "
+            "is truncated",
+            path=path,
+        )
     if rest[0] == 0:
         while True:
             if rest.strip(b"\x00"):
