@@ -23,8 +23,8 @@ unit                                            what it holds
 ``__init__``, ``__main__``, ``demo``            the public API assembled, ``python -m``, the demo
 ``_cli/``                                       the ``tfrecord-lite`` command, a module a command
 ``torch``, ``arrow``, ``ray``, ``dask``,        integrations, each an optional extra: PyTorch,
-``spark``, ``daft``, ``hf``, ``tfds/``          Arrow/pandas, Ray Data, Dask, Spark 4, Daft,
-                                                Hugging Face datasets, TFDS directories
+``spark``, ``daft``, ``hf``, ``polars``,        Arrow/pandas, Ray Data, Dask, Spark 4, Daft,
+``tfds/``                                       Hugging Face datasets, Polars, TFDS directories
 ``io``, ``train``, ``data``, ``python_io``,     the TensorFlow-named namespaces (``tf.io``,
 ``compat``, ``image``                           ``tf.train``, ``tf.data``, TF1 names)
 ``_tables/``                                    what the table integrations share: the Arrow

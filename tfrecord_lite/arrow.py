@@ -7,6 +7,9 @@ Needs pyarrow: ``pip install "tfrecord-lite-np[arrow]"``. No TensorFlow involved
 
     table = tfa.read_table("train-*.tfrecord")            # schema inferred
     df = table.to_pandas()
+    reader = tfa.record_batch_reader("train-*.tfrecord", columns=["label"])
+    # a pyarrow.RecordBatchReader: one batch in memory at a time, for DuckDB,
+    # Polars, DataFusion (duckdb.sql("SELECT avg(label) FROM reader"))
     tfa.write_table(table, "copy.tfrecord")
 
     parsed = tfr.parse_example(records, features)
@@ -52,7 +55,7 @@ read its index and value keys as ``VarLenFeature`` columns instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
@@ -63,7 +66,9 @@ from ._tables import (
     batches,
     feature_lists_of,
     from_arrow,
+    make_plan,
     require_pyarrow,
+    stream_tables,
     table_records,
     to_arrow,
 )
@@ -80,6 +85,7 @@ __all__ = [
     "from_arrow",
     "iter_tables",
     "read_table",
+    "record_batch_reader",
     "table_records",
     "to_arrow",
     "write_table",
@@ -184,6 +190,52 @@ def read_table(
     plan = ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
     tables = _converted(plan, paths, compression, verify, on_error, batch_size)
     return pa.concat_tables([plan.schema.empty_table(), *tables])
+
+
+def record_batch_reader(
+    paths: Union[PathOrFile, Sequence[PathOrFile]],
+    features: Optional[Mapping[str, FeatureSpec]] = None,
+    columns: Optional[Iterable[str]] = None,
+    *,
+    sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
+    compression: Union[str, TFRecordOptions, None] = "auto",
+    verify: bool = True,
+    on_error: str = "raise",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    sample: Optional[int] = DEFAULT_SAMPLE,
+) -> pa.RecordBatchReader:
+    """The records of ``paths`` as a ``pyarrow.RecordBatchReader``, read as it is consumed.
+
+    Records are read, parsed and converted ``batch_size`` at a time when the reader
+    asks for its next batch, so memory holds one batch whatever the files' size.
+    Anything that takes an Arrow stream reads it: DuckDB
+    (``duckdb.sql("SELECT ... FROM reader")``), Polars (``pl.from_arrow(reader)``),
+    DataFusion (``ctx.from_arrow(reader)``), ``pyarrow.dataset``, Parquet writers.
+    ``columns`` parses only those features (the others are skipped, not decoded);
+    with ``features=None`` the schema is inferred from the first ``sample`` records
+    first. The other arguments are :func:`read_table`'s. A reader is read once; make
+    another to read again.
+    """
+    pa = require_pyarrow()
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    plan = make_plan(
+        paths, features, sequence_features, columns, compression=compression, sample=sample
+    )
+    tables = stream_tables(
+        plan,
+        paths,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        batch_size=batch_size,
+    )
+    return pa.RecordBatchReader.from_batches(plan.schema, _record_batches(tables))
+
+
+def _record_batches(tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    for table in tables:
+        yield from table.to_batches()
 
 
 def arrow_schema(

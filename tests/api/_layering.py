@@ -71,7 +71,7 @@ LAYERS: list[Layer] = [
     ),
     Layer(
         "integrations (optional extras)",
-        ("torch", "arrow", "ray", "dask", "spark", "daft", "hf", "tfds"),
+        ("torch", "arrow", "ray", "dask", "spark", "daft", "hf", "polars", "tfds"),
         peers_import=False,
     ),
     Layer("the command line", ("_cli",)),

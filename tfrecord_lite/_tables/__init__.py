@@ -25,6 +25,7 @@ from ._pieces import (
 from ._plan import DEFAULT_BATCH_SIZE, ReadPlan, batches
 from ._shards import FAILED_SWEEP_EVERY, FAILED_SWEEP_FOR, FAILED_SWEEPS_QUIET, ShardJob
 from ._spec_json import spec_from_json, spec_to_json, specs_from_json, specs_to_json
+from ._stream import make_plan, projected_plan, stream_tables
 from ._to_arrow import FEATURE_LISTS_KEY, to_arrow
 
 __all__ = [
@@ -46,6 +47,8 @@ __all__ = [
     "feature_lists_of",
     "from_arrow",
     "group_pieces",
+    "make_plan",
+    "projected_plan",
     "read_pieces",
     "require",
     "require_dask_dataframe",
@@ -57,6 +60,7 @@ __all__ = [
     "specs_to_json",
     "split_file",
     "split_files",
+    "stream_tables",
     "table_records",
     "to_arrow",
 ]
