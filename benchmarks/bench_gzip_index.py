@@ -15,6 +15,9 @@ with the library's writer, then measures:
 * ``f[i]`` for consecutive ``i`` (iterating by index);
 * ``read_index`` of a text index of ``--text-lines`` lines (time, and the peak
   of traced memory against the table's own size);
+* the same records written with ``TFRecordWriter(..., seekable=True)`` (one
+  record a ``write``): its size against the first file's, its index's size, and
+  random reads;
 * reading a GZIP file of ``--members`` one-record members (each ~100 bytes of
   data) against the same records in one member.
 
@@ -100,6 +103,36 @@ def run(records: int, fields: int, reads: int, folder: Path) -> dict[str, Any]:
         "random_read_median_ms": round(1000 * statistics.median(lat), 2),
         "random_read_p90_ms": round(1000 * lat[int(0.9 * len(lat))], 2),
         "consecutive_read_us": round(1e6 * per_next, 1),
+        **seekable(path, reads),
+    }
+
+
+def seekable(path: Path, reads: int) -> dict[str, Any]:
+    """The same records written with ``seekable=True``: its size and its index's."""
+    import tfrecord_lite as tfr
+
+    again = path.with_name(path.name.replace(".tfrecord.gz", "-seekable.tfrecord.gz"))
+    if not again.exists():
+        with tfr.TFRecordWriter(str(again), "GZIP", seekable=True) as w:
+            for record in tfr.tf_record_iterator(str(path)):
+                w.write(record)
+    index = tfr.create_index(str(again))
+    n = len(tfr.TFRecordFile(str(again)))
+    lat = []
+    for k in np.random.default_rng(1).integers(0, n, reads).tolist():
+        g = tfr.TFRecordFile(str(again))
+        t = time.perf_counter()
+        g[k]
+        lat.append(time.perf_counter() - t)
+        g.close()
+    return {
+        "seekable_file_over_plain_gzip_pct": round(
+            100 * (again.stat().st_size / path.stat().st_size - 1), 2
+        ),
+        "seekable_index_over_file_pct": round(
+            100 * os.path.getsize(index) / again.stat().st_size, 2
+        ),
+        "seekable_random_read_median_ms": round(1000 * statistics.median(lat), 2),
     }
 
 

@@ -7,8 +7,11 @@ What an index of a compressed file holds
 - seek points, about every :data:`SPACING` bytes of output: the compressed bit
   where a deflate block (or a GZIP member) starts, its output offset and, for a
   block, the 32 KiB of output before it, which the block's back references reach
-  (the approach of zlib's ``zran.c``). Reading record ``i`` inflates from the
-  nearest seek point before it (:mod:`tfrecord_lite._files._gzread`);
+  (the approach of zlib's ``zran.c``). A byte-aligned block that inflates
+  without that window (the next 32 KiB of output tried: after a full flush, as
+  ``TFRecordWriter(..., seekable=True)`` writes them) keeps no window. Reading
+  record ``i`` inflates from the nearest seek point before it
+  (:mod:`tfrecord_lite._files._gzread`);
 - what ties the index to its file: the compressed file's size and a BLAKE2b
   hash of its first and last 64 KiB (:data:`HASH_SPAN`). An index whose file has
   another size or other head or tail bytes is a :class:`StaleIndexError`.
@@ -57,9 +60,12 @@ from ._sniff import GZIP_MAGIC, SNIFF_BYTES, not_a_tfrecord
 from ._stream import DEFAULT_MAX_COMPRESSED_RECORD
 
 __all__ = [
+    "BLOCK",
+    "FLUSH",
     "HASH_SPAN",
     "MAGIC",
     "SPACING",
+    "START",
     "GzIndex",
     "IndexFileError",
     "SeekPoint",
@@ -82,8 +88,9 @@ _HEAD = struct.Struct("<HBBQ16sQQIQQII")
 _POINT = struct.Struct("<QQBI")
 _CODES = {"GZIP": 1, "ZLIB": 2}
 _NAMES = {v: k for k, v in _CODES.items()}
-#: Seek point kinds: the start of a stream (a GZIP member, a ZLIB stream) or a block.
-START, BLOCK = 0, 1
+#: Seek point kinds: the start of a stream (a GZIP member, a ZLIB stream), a block,
+#: or a block no back reference reaches over (after a full flush: no window needed).
+START, BLOCK, FLUSH = 0, 1, 2
 
 
 class IndexFileError(TFRecordError, ValueError):
@@ -312,9 +319,21 @@ def build(path: str, compression: str, spacing: int = SPACING) -> GzIndex:
                 kept += len(piece)
                 while len(recent) > 1 and kept - len(recent[0]) >= WINDOW:
                     kept -= len(recent.popleft())
-            if z.at_block and out - points[-1].out >= spacing:
-                window = b"".join(recent)[-WINDOW:]
-                points.append(SeekPoint(8 * comp_base + z.bit_pos, out, BLOCK, window))
+            # A block that needs no window is taken from half the spacing on (or in
+            # place of a point with a window at the same output offset, the block
+            # before an empty one); one that needs it, once the spacing is reached.
+            if z.at_block:
+                last = points[-1]
+                gap = out - last.out
+                bit = 8 * comp_base + z.bit_pos
+                free = gap >= max(1, spacing // 2) or (gap == 0 and last.kind == BLOCK)
+                if free and bit % 8 == 0 and _windowless(path, bit // 8):
+                    if gap == 0:
+                        points.pop()
+                    points.append(SeekPoint(bit, out, FLUSH))
+                elif gap >= spacing:
+                    window = b"".join(recent)[-WINDOW:]
+                    points.append(SeekPoint(bit, out, BLOCK, window))
             if z.eof:
                 if compression != "GZIP":
                     ended = True
@@ -342,6 +361,28 @@ def build(path: str, compression: str, spacing: int = SPACING) -> GzIndex:
     walker.finish(out)
     lengths = np.frombuffer(walker.lengths, dtype=np.int64).copy()
     return GzIndex(compression, size, fingerprint(path, size), lengths, out, points)
+
+
+def _windowless(path: str, start: int) -> bool:
+    """Whether the deflate blocks from byte ``start`` inflate without the output before
+    it (no back reference reaches over it, as after a full flush): tried on the next
+    32 KiB of output, the farthest a back reference reaches."""
+    z = zlib.decompressobj(-15)
+    made = 0
+    pos = start
+    buf = b""
+    while made < WINDOW and not z.eof:
+        if not buf:
+            buf = _fs.read_range(path, pos, 64 * 1024)
+            if not buf:
+                return False
+            pos += len(buf)
+        try:
+            made += len(z.decompress(buf, WINDOW - made))
+        except zlib.error:  # "invalid distance too far back": it needs the window
+            return False
+        buf = z.unconsumed_tail
+    return True
 
 
 def _after_member(f: object, rest: bytes, path: str, at: int) -> Optional[bytes]:
@@ -454,9 +495,10 @@ def decode(blob: bytes) -> GzIndex:
         window = raw[pos : pos + wlen]
         pos += wlen
         if (
-            kind not in (START, BLOCK)
+            kind not in (START, BLOCK, FLUSH)
             or len(window) != wlen
             or wlen != (min(out, WINDOW) if kind == BLOCK else 0)
+            or (kind == FLUSH and bit % 8)
             or out <= last_out
             or out > total
             or bit > 8 * data_size

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ._gzindex import BLOCK, GzIndex, SeekPoint
+from ._gzindex import START, GzIndex, SeekPoint
 from ._restart import restart
 from ._sniff import GZIP_MAGIC
 
@@ -55,7 +55,7 @@ class _Cursor:
         self.gzip = index.compression == "GZIP"
         self.out = p.out
         byte, bit = divmod(p.bit, 8)
-        self.raw = p.kind == BLOCK
+        self.raw = p.kind != START  # inside a deflate stream: raw inflate
         if self.raw:
             first = read_at(byte, 1) if bit else b""
             if bit and not first:

@@ -45,6 +45,9 @@ except ImportError:  # pragma: no cover - not POSIX: no lock
 
 #: TensorFlow's default zlib buffer sizes (``ZlibCompressionOptions``).
 DEFAULT_BUFFER_SIZE = 256 * 1024
+#: ``seekable=True``: records (framed) between two full flushes, at least; under the
+#: 4 MiB between an index's seek points, so that each of them can be a flush point.
+SEEKABLE_SPACING = 3 * 1024 * 1024
 
 #: Records framed together by TFRecordWriter.write_all.
 _FRAME_CHUNK = 4096
@@ -95,6 +98,12 @@ class TFRecordWriter:
     (downloaded, checked, uploaded with the new records at :meth:`close`; the old
     object stays as it was until then). A process killed mid-upload leaves nothing.
 
+    ``seekable=True`` (GZIP/ZLIB): the deflate stream is fully flushed at a record
+    boundary every 3 MiB of records (:data:`SEEKABLE_SPACING`), so inflating can
+    start there without the output before it: the file's index
+    (:func:`~tfrecord_lite.create_index`) then keeps no 32 KiB window for those seek
+    points. The file stays one standard stream any reader reads.
+
     Two writers of one local file: in the default mode and with ``mode="a"`` a writer
     holds an exclusive advisory lock (``flock``) on the file until :meth:`close`; a
     second writer of the same path, in this process or another, raises
@@ -116,6 +125,7 @@ class TFRecordWriter:
         atomic: bool = False,
         mode: str = "w",
         repair: bool = False,
+        seekable: bool = False,
         storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self._lock = threading.Lock()
@@ -134,8 +144,8 @@ class TFRecordWriter:
         self.path = describe(path)
         self._owns_file = not is_file_object(path)
         append = _writer_mode(mode) == "a"
-        if not isinstance(atomic, bool) or not isinstance(repair, bool):
-            raise TypeError("atomic and repair must be True or False")
+        if not all(isinstance(v, bool) for v in (atomic, repair, seekable)):
+            raise TypeError("atomic, repair and seekable must be True or False")
         if repair and not append:
             raise ValueError("repair=True goes with mode='a'")
         if self._owns_file:
@@ -197,6 +207,9 @@ class TFRecordWriter:
             self._file = path  # type: ignore[assignment]
         self._zobj = self._options._compressobj() if self.compression else None
         self._flush_mode = self._options.flush_mode or zlib.Z_NO_FLUSH
+        # seekable: a full flush at a record boundary once this much input has passed.
+        self._seek_every = SEEKABLE_SPACING if seekable and self._zobj is not None else 0
+        self._since_point = 0
         self._buffer_size = self._options.output_buffer_size or DEFAULT_BUFFER_SIZE
         self._parts: list[Union[bytes, memoryview]] = []
         self._pending = 0
@@ -322,10 +335,16 @@ class TFRecordWriter:
             blob = parts[0] if len(parts) == 1 else b"".join(parts)
             self._parts = []
             self._pending = 0
+            self._since_point += len(blob)
             if self._zobj is not None:
                 blob = self._zobj.compress(blob)
             if blob:
                 write_all(f, blob)
+        due = self._seek_every and self._since_point >= self._seek_every
+        if due and zlib_flush in (None, zlib.Z_SYNC_FLUSH):  # (parts are whole records)
+            zlib_flush = zlib.Z_FULL_FLUSH
+        if zlib_flush == zlib.Z_FULL_FLUSH:
+            self._since_point = 0
         if self._zobj is not None and zlib_flush is not None:
             write_all(f, self._zobj.flush(zlib_flush))
 
