@@ -378,3 +378,24 @@ def test_resumed_at_any_points_in_a_long_chain(tmp_path: Any, stops: list[int], 
         it.load_state_dict(state)
     got += [_canon(x) for x in it]
     assert got == whole
+
+
+def test_interleaved_files_resume_at_their_cursors(tmp_path: Any) -> None:
+    # Interleaved files save a cursor per open file, not a count from the epoch's start.
+    paths = []
+    for f in range(4):
+        path = os.fspath(tmp_path / f"i-{f}.tfrecord")
+        with tfr.TFRecordWriter(path) as w:
+            w.write_all(b"f%d-r%05d" % (f, r) for r in range(3000 + 500 * f))
+        paths.append(path)
+    ds = TFRecordDataset(paths, num_parallel_reads=2, buffer_size=4096 * 16)
+    it = iter(ds)
+    head = [next(it) for _ in range(5001)]
+    state = it.state_dict()
+    files = state["state"]
+    assert [s["entry"] for s in files["slots"]] == [0, 1]
+    assert files["next"] == 2
+    assert all(s["seek"] is not None and s["index"] > 0 for s in files["slots"])
+    assert files["skip"] < 8192  # at most one merged list is read again
+    rest = list(_load(ds, json.loads(json.dumps(state))))
+    assert head + rest == list(ds.iter_epoch(0))

@@ -4,12 +4,15 @@ a list of records at a time (``num_parallel_reads``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from ._op import UNKNOWN_CARDINALITY, EpochKey, Upstream, _close, _Op
 from ._ops_map import _unpacking
 from ._prefetch import _gated
 from ._state import _Level, bad, decode_held, encode_held, field_int, resumed
+
+if TYPE_CHECKING:
+    from ._source_state import Watch
 
 _T = TypeVar("_T")
 
@@ -120,7 +123,10 @@ def _interleaved(
 
 
 def _interleave_lists(
-    readers: Iterable[Callable[[], Iterator[Sequence[_T]]]], cycle_length: int, block_length: int
+    readers: Iterable[Callable[[], Iterator[Sequence[_T]]]],
+    cycle_length: int,
+    block_length: int,
+    watch: Optional[Watch] = None,
 ) -> Iterator[list[_T]]:
     """:func:`_interleave` of files that hand out their records in lists, as lists.
 
@@ -135,6 +141,9 @@ def _interleave_lists(
     ``m`` rounds over ``k`` files put file ``j``'s next ``m`` records at
     positions ``j, j + k, j + 2k, ...`` of the output. Memory: one list per
     open file, plus the output list.
+
+    With ``watch`` (see ._source_state), the files open at the start (their
+    readers in ``watch.opened``) and where each list handed out starts are noted.
     """
     pending = iter(readers)
     its: list[Optional[Iterator[Sequence[_T]]]] = [None] * cycle_length
@@ -142,9 +151,16 @@ def _interleave_lists(
     pos = [0] * cycle_length
     exhausted_input = False
     out: list[_T] = []
+    if watch is not None:
+        exhausted_input = watch.exhausted
+        for s, opener in enumerate(watch.opened):
+            if opener is not None:
+                its[s] = opener()
     try:
         while True:
             out = []
+            if watch is not None:
+                watch.begin(its, pos, exhausted_input)
             if block_length == 1 and (exhausted_input or None not in its):
                 # Whole rounds: every open file's turn is served from its list.
                 live = [s for s in range(cycle_length) if its[s] is not None]
@@ -172,6 +188,8 @@ def _interleave_lists(
                                 yield out
                             raise
                         bufs[s], pos[s] = [], 0
+                        if watch is not None:
+                            watch.opening(s)
                 if it is None:
                     continue
                 active = True
@@ -188,6 +206,8 @@ def _interleave_lists(
                         if nxt is None:
                             break
                         bufs[s], pos[s] = nxt, 0
+                        if watch is not None:
+                            watch.fetched(s, nxt)
                         continue
                     take = min(need, len(buf) - p)
                     if take == 1:

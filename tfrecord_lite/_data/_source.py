@@ -49,16 +49,15 @@ from ._prefetch import _prefetch
 from ._source_state import (
     Cursor,
     Tracker,
+    Watch,
     _Mark,
     bytes_before,
-    count_state,
     cursor_state,
-    load_count,
     load_cursor,
     opened_at,
     order_digest,
 )
-from ._state import _Level, bad
+from ._state import _Level
 
 _T = TypeVar("_T")
 
@@ -160,13 +159,9 @@ class _Source:
         # The blocks handed out, so that an error names its record's file (see _origin).
         table = chunk_table(src.compression, 4 + 2 * src.cycle_length)
         chained = src.cycle_length <= 1
-        start = Cursor(0, 0, None)
-        skip = 0
-        if saved is not None:
-            if chained:
-                start = load_cursor(saved, paths, order)
-            else:
-                skip = load_count(saved, paths, order)
+        if not chained:
+            return src._interleaved(entries, table, n_files, n_rec, i_rec, lists, saved, lv)
+        start = Cursor(0, 0, None) if saved is None else load_cursor(saved, paths, order)
         tracker = Tracker(start, lists)
         readers: list[Callable[[], Iterator[Sequence[bytes]]]] = [
             functools.partial(
@@ -178,31 +173,16 @@ class _Source:
                 n_rec,
                 i_rec,
                 spans,
-                tracker.marks if chained else None,
+                tracker.marks,
                 e,
                 start if e == start.entry else None,
             )
             for e, (path, f) in enumerate(entries)
             if e >= start.entry
         ]
-        if any(fs.is_url(p) for p in paths):
-            # Object stores: fetch the next files' first blocks while these are read,
-            # so that num_parallel_reads objects (at least 2) are in flight at once.
-            ahead = max(2, src.cycle_length)
-            rest = paths[start.entry :]
-            fs.prefetch(rest[:ahead])
-            readers = [
-                functools.partial(_warming, make, rest[k + 1 : k + 1 + ahead])
-                for k, make in enumerate(readers)
-            ]
-        if chained:
-            merged = _chain_files(readers)
-        else:
-            merged = _interleave_lists(readers, src.cycle_length, src.block_length)
+        merged = _chain_files(_warmed(readers, paths[start.entry :], 2))
         if spans:
             merged = _read_ahead_when_big(merged)
-        if not chained:
-            return _counted(merged, lists, skip, lv, paths, order)
 
         def state(behind: int) -> Optional[dict[str, Any]]:
             cur = tracker.cursor(behind)
@@ -210,6 +190,36 @@ class _Source:
 
         lv.get = state
         return tracker.follow(merged)
+
+    def _interleaved(
+        self,
+        entries: list[tuple[str, int]],
+        table: _Chunks,
+        n_files: int,
+        n_rec: int,
+        i_rec: int,
+        lists: bool,
+        saved: Optional[dict[str, Any]],
+        lv: _Level,
+    ) -> Iterator[Any]:
+        """The files' records interleaved (``cycle_length`` open at once), in tf.data's
+        order, resuming where ``saved`` says (see :class:`._source_state.Watch`)."""
+        paths = [path for path, _ in entries]
+        watch = Watch(self.cycle_length, saved, paths, order_digest(paths), lists)
+
+        def reader(e: int) -> Callable[[], Iterator[Sequence[bytes]]]:
+            path, f = entries[e]
+            start = watch.starts.get(e)
+            return functools.partial(
+                self._read_file, table, path, f, n_files, n_rec, i_rec, False, watch.marks, e, start
+            )
+
+        watch.opened = [None if e is None else reader(e) for e in watch.entries]
+        rest = range(watch.next_entry, len(entries))
+        pending = _warmed([reader(e) for e in rest], paths[watch.next_entry :], self.cycle_length)
+        merged = _interleave_lists(pending, self.cycle_length, self.block_length, watch)
+        lv.get = watch.state
+        return watch.follow(merged)
 
     def block_size(self) -> int:
         """Read block per open file: 1 MiB, shared out when several files are open at once."""
@@ -384,51 +394,6 @@ def _picked(
         _close(raws)
 
 
-def _counted(
-    merged: Iterator[Sequence[bytes]],
-    lists: bool,
-    skip: int,
-    lv: _Level,
-    paths: Sequence[str],
-    order: str,
-) -> Iterator[Any]:
-    """Interleaved files' lists (or their records), after the first ``skip`` records;
-    the state is the number of records handed out (see :mod:`._source_state`)."""
-    handed = 0  # the records of the lists before the current one
-    current: Optional[Iterator[bytes]] = None
-    size = 0
-
-    def state(behind: int) -> Optional[dict[str, Any]]:
-        n = handed
-        if current is not None:
-            n += size - current.__length_hint__()  # type: ignore[attr-defined]
-        if behind > n:
-            return None
-        return count_state(n - behind, paths, order, len(paths))
-
-    lv.get = state
-    try:
-        for lst in merged:
-            if skip:
-                if len(lst) <= skip:
-                    skip -= len(lst)
-                    handed += len(lst)
-                    continue
-                lst, handed, skip = lst[skip:], handed + skip, 0
-            if lists:
-                handed += len(lst)
-                yield lst
-            else:
-                current, size = iter(lst), len(lst)
-                yield from current
-                handed += size
-                current = None
-        if skip:
-            raise bad("files", f"it handed out {handed + skip} records, the files hold {handed}")
-    finally:
-        _close(merged)
-
-
 #: Records this big on average are read ahead in a background thread while the
 #: parser works: reading and checking the CRC of a big record release the GIL.
 _AHEAD_FROM = 16 << 10
@@ -451,6 +416,21 @@ def _read_ahead_when_big(lists: Iterator[Sequence[bytes]]) -> Iterator[Sequence[
     finally:
         if not handed:
             _close(lists)
+
+
+def _warmed(
+    readers: list[Callable[[], Iterator[_T]]], paths: list[str], cycle: int
+) -> list[Callable[[], Iterator[_T]]]:
+    """``readers`` of ``paths``; for object stores, each starts fetching the next
+    files' first blocks, so that ``cycle`` objects (at least 2) are in flight at once."""
+    if not any(fs.is_url(p) for p in paths):
+        return readers
+    ahead = max(2, cycle)
+    fs.prefetch(paths[:ahead])
+    return [
+        functools.partial(_warming, make, paths[k + 1 : k + 1 + ahead])
+        for k, make in enumerate(readers)
+    ]
 
 
 def _warming(make: Callable[[], Iterator[_T]], upcoming: list[str]) -> Iterator[_T]:

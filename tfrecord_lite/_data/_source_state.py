@@ -13,9 +13,12 @@ the lists tells how many records of the last one were taken, and the cursor is
 found from the note, rolled back through the last few notes when the stage above
 holds records it took (see ._state).
 
-Files interleaved (``num_parallel_reads``, ``interleave(cycle_length)``): the state
-is the number of records handed out in the epoch, and the files are read again
-from the epoch's start up to there (nothing above the files runs for them).
+Files interleaved (``num_parallel_reads``, ``interleave(cycle_length)``): the
+interleave hands out lists merged from its open files; the state is where each
+open file was when the current list started (a cursor each), the next file to
+open, and how many records of the list were taken: on resuming the files open at
+their cursors and those records are read again (at most one list: see
+:class:`Watch`).
 """
 
 from __future__ import annotations
@@ -137,11 +140,19 @@ class Tracker:
 
 def cursor_state(cur: Cursor, paths: Sequence[str], order: str, files: int) -> dict[str, Any]:
     """The state of files read one after the other, at ``cur``."""
+    return {"kind": KIND, "files": files, "order": order, **_position_fields(cur, paths)}
+
+
+def load_cursor(saved: dict[str, Any], paths: Sequence[str], order: str) -> Cursor:
+    """The cursor a state saved, checked against this epoch's files."""
+    check_kind(saved, KIND, KIND)
+    _check_files(saved, paths, order)
+    return _load_position(saved, paths, allow_end=True)
+
+
+def _position_fields(cur: Cursor, paths: Sequence[str]) -> dict[str, Any]:
     path = paths[cur.entry] if cur.entry < len(paths) else None
     return {
-        "kind": KIND,
-        "files": files,
-        "order": order,
         "entry": cur.entry,
         "path": path,
         "stamp": None if path is None else file_stamp(path),
@@ -150,13 +161,13 @@ def cursor_state(cur: Cursor, paths: Sequence[str], order: str, files: int) -> d
     }
 
 
-def load_cursor(saved: dict[str, Any], paths: Sequence[str], order: str) -> Cursor:
-    """The cursor a state saved, checked against this epoch's files."""
-    check_kind(saved, KIND, KIND)
-    _check_files(saved, paths, order)
+def _load_position(saved: Any, paths: Sequence[str], allow_end: bool = False) -> Cursor:
+    """A cursor saved by :func:`_position_fields`, checked against the file it names."""
+    if not isinstance(saved, dict):
+        raise bad(KIND, f"a file position is a {type(saved).__name__}, not a dict")
     entry = field_int(saved, "entry", KIND)
     index = field_int(saved, "index", KIND)
-    if entry > len(paths):
+    if entry > len(paths) or (entry == len(paths) and not allow_end):
         raise bad(KIND, f"file {entry} of {len(paths)}")
     seek = saved.get("seek")
     if entry < len(paths):
@@ -180,17 +191,6 @@ def load_cursor(saved: dict[str, Any], paths: Sequence[str], order: str) -> Curs
             raise bad(KIND, f"the byte position {seek!r} is not valid")
         return Cursor(entry, index, (seek[0], seek[1]))
     return Cursor(entry, index, None)
-
-
-def count_state(handed: int, paths: Sequence[str], order: str, files: int) -> dict[str, Any]:
-    """The state of interleaved files: the records handed out in the epoch."""
-    return {"kind": KIND, "files": files, "order": order, "records": handed}
-
-
-def load_count(saved: dict[str, Any], paths: Sequence[str], order: str) -> int:
-    check_kind(saved, KIND, KIND)
-    _check_files(saved, paths, order)
-    return field_int(saved, "records", KIND)
 
 
 def _check_files(saved: dict[str, Any], paths: Sequence[str], order: str) -> None:
@@ -220,3 +220,138 @@ def opened_at(
             raise err.with_location(path=path, offset_base=offset, index_base=index) from None
     finally:
         f.close()
+
+
+#: A slot of interleaved files at the start of a list handed out: its file (place in
+#: the epoch's order), the note of its current list (None: none read yet) and the
+#: position in that list.
+_SlotAt = Optional[tuple[int, Optional[_Mark], int]]
+
+
+class Watch:
+    """Interleaved files (see the module): at the start of each list the interleave
+    hands out, where each slot's file is, which file opens next and whether the
+    files ran out; the state is that, and how many records of the list were taken
+    (read again on resuming: at most one list)."""
+
+    def __init__(
+        self,
+        cycle: int,
+        saved: Optional[dict[str, Any]],
+        paths: Sequence[str],
+        order: str,
+        lists: bool,
+    ) -> None:
+        self.paths, self.order, self.lists = paths, order, lists
+        self.marks: deque[_Mark] = deque(maxlen=4 + 2 * cycle)  # noted by the readers
+        self.history: deque[tuple[tuple[tuple[_SlotAt, ...], int, bool], int]] = deque(
+            maxlen=_HISTORY
+        )
+        self.current: Optional[Iterator[Any]] = None  # records mode: the list's iterator
+        self.slot_mark: list[Optional[_Mark]] = [None] * cycle
+        self.snap: tuple[tuple[_SlotAt, ...], int, bool] = ((None,) * cycle, 0, False)
+        self.opened: list[Optional[Callable[[], Iterator[Sequence[Any]]]]] = []
+        starts: list[Optional[Cursor]] = [None] * cycle
+        self.next_entry, self.exhausted, self.skip = 0, False, 0
+        if saved is not None:
+            check_kind(saved, KIND, KIND)
+            _check_files(saved, paths, order)
+            slots = saved.get("slots")
+            if not isinstance(slots, list) or len(slots) != cycle:
+                raise bad(KIND, f"'slots' is not a list of {cycle} files")
+            self.next_entry = field_int(saved, "next", KIND)
+            self.skip = field_int(saved, "skip", KIND)
+            self.exhausted = saved.get("exhausted") is True
+            starts = [None if d is None else _load_position(d, paths) for d in slots]
+            entries = [c.entry for c in starts if c is not None]
+            if self.next_entry > len(paths) or any(e >= self.next_entry for e in entries):
+                raise bad(KIND, f"files {entries} open, file {self.next_entry} next")
+            if len(set(entries)) != len(entries):
+                raise bad(KIND, f"a file is open in two slots: {entries}")
+        self.starts = {c.entry: c for c in starts if c is not None}
+        self.entries = [None if c is None else c.entry for c in starts]
+        self.initial = saved if saved is not None else self._state(self.snap, 0)
+        self.begin_at = self.next_entry
+
+    # -- called by the interleave
+
+    def begin(self, its: Sequence[Any], pos: Sequence[int], exhausted: bool) -> None:
+        """A list starts: note where the slots are."""
+        self.snap = (
+            tuple(
+                None if its[s] is None else (self.entries[s], self.slot_mark[s], pos[s])  # type: ignore[misc]
+                for s in range(len(its))
+            ),
+            self.next_entry,
+            exhausted,
+        )
+
+    def opening(self, s: int) -> None:
+        """Slot ``s`` opens the next file."""
+        self.entries[s] = self.next_entry
+        self.next_entry += 1
+        self.slot_mark[s] = None
+
+    def fetched(self, s: int, lst: Sequence[Any]) -> None:
+        """Slot ``s`` took the next list of its file."""
+        if not self.marks or self.marks[-1][0] is not lst:
+            raise RuntimeError("a list of records was handed out without its place")
+        self.slot_mark[s] = self.marks[-1]
+
+    # -- the consumer
+
+    def follow(self, merged: Iterator[Sequence[bytes]]) -> Iterator[Any]:
+        """``merged`` (lists, or their records), after the records ``skip`` passes over."""
+        skip = self.skip
+        for out in merged:
+            self.history.append((self.snap, len(out)))
+            drop = min(skip, len(out))
+            skip -= drop
+            if self.lists:
+                if drop < len(out):
+                    yield out[drop:] if drop else out
+            else:
+                it = self.current = iter(out)
+                for _ in range(drop):
+                    next(it)
+                yield from it
+        if skip:
+            raise bad(KIND, f"{skip} more records to pass over than the files hold")
+
+    def state(self, behind: int) -> Optional[dict[str, Any]]:
+        history = self.history
+        if not history:
+            return self.initial if behind == 0 else None
+        j = len(history) - 1
+        c = history[j][1] - behind
+        if self.current is not None:
+            c -= self.current.__length_hint__()  # type: ignore[attr-defined]
+        while c < 0:
+            j -= 1
+            if j < 0:
+                return None
+            c += history[j][1]
+        return self._state(history[j][0], c)
+
+    def _state(self, snap: tuple[tuple[_SlotAt, ...], int, bool], skip: int) -> dict[str, Any]:
+        slots, next_entry, exhausted = snap
+        out: list[Optional[dict[str, Any]]] = []
+        for sl in slots:
+            if sl is None:
+                out.append(None)
+                continue
+            entry, mark, p = sl
+            if mark is None:
+                cur = self.starts.get(entry, Cursor(entry, 0, None))
+            else:
+                cur = position(mark, p)
+            out.append(_position_fields(cur, self.paths))
+        return {
+            "kind": KIND,
+            "files": len(self.paths),
+            "order": self.order,
+            "slots": out,
+            "next": next_entry,
+            "exhausted": exhausted,
+            "skip": skip,
+        }
