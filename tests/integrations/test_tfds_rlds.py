@@ -284,3 +284,51 @@ def test_cli_info_and_verify_on_an_rlds_directory(tmp_path: Path) -> None:
     broken = _cli("verify", str(data))
     assert broken.returncode != 0
     assert "00000-of-00002" in broken.stdout + broken.stderr
+
+
+# --------------------------------------------------------------------------- frames on threads
+
+
+def test_frames_decode_on_threads_in_order(rlds: tfds.Builder) -> None:
+    import tfrecord_lite as tfr
+    from tfrecord_lite.tfds import _frames
+
+    calls: list[int] = []
+    real = _frames.frame_pool
+
+    def counting() -> Any:
+        pool = real()
+        calls.append(pool is not None)
+        return pool
+
+    _frames.frame_pool = counting  # type: ignore[assignment]
+    try:
+        threaded = list(rlds.as_dataset("train"))
+    finally:
+        _frames.frame_pool = real  # type: ignore[assignment]
+    if (os.cpu_count() or 1) > 1:
+        assert any(calls)  # the 8-step episode's frames went to the pool
+    with tfr.options(threads=1):
+        assert _frames.frame_pool() is None
+        serial = list(rlds.as_dataset("train"))
+    for a, b in zip(threaded, serial):
+        assert_same(a, b)
+
+
+def test_a_bad_frame_names_its_feature_and_record(tmp_path: Path) -> None:
+    import tfrecord_lite as tfr
+    from tfrecord_lite.example_pb2 import Example
+
+    data = _copy(tmp_path)
+    shard = data / "tfl_rlds-test.tfrecord-00000-of-00002"
+    (record,) = list(tfr.TFRecordFile(str(shard)))
+    ex = Example.FromString(record)
+    frames = ex.features.feature["steps/observation/image"].bytes_list.value
+    frames[2] = frames[2][:40]  # a PNG cut short, in the middle of a 4-step episode
+    with tfr.TFRecordWriter(str(shard)) as w:
+        w.write(ex.SerializeToString())
+    b = tfds.builder_from_directory(data)
+    with pytest.raises(tfr.ParseError, match="steps/observation/image") as err:
+        list(b.as_dataset("test"))
+    assert err.value.path is not None and err.value.path.endswith("00000-of-00002")
+    assert err.value.index == 0

@@ -36,6 +36,7 @@ from .._examples import (
 from .._files import TFRecordFile
 from ._dataset_info import DatasetInfo
 from ._features import FeatureConnector, TensorInfo, UnsupportedFeatureError, _shape_str, _wire
+from ._frames import decode_all
 from ._sequence_features import Dataset, FeaturesDict
 
 
@@ -424,7 +425,7 @@ def _decode_ranked(connector: FeatureConnector, value: Any, rank: int) -> Any:
         return connector.decode(value)
     if rank == 1:
         items = _unstack(value)
-        decoded = [connector.decode(v) for v in items]
+        decoded = decode_all(connector, items)
         if not decoded:
             shape = tuple(0 if d is None else d for d in connector.shape)
             return np.zeros((0, *shape), dtype=connector.dtype)
@@ -444,7 +445,7 @@ def _decode_ranked(connector: FeatureConnector, value: Any, rank: int) -> Any:
 def _map_flat(value: Any, connector: FeatureConnector) -> Any:
     if isinstance(value, RaggedValue):
         return RaggedValue(_map_flat(value.values, connector), value.row_splits)
-    decoded = [connector.decode(v) for v in value]
+    decoded = decode_all(connector, list(value))
     if not decoded:
         shape = tuple(0 if d is None else d for d in connector.shape)
         return np.zeros((0, *shape), dtype=connector.dtype)
