@@ -47,11 +47,12 @@ from . import _installed, compat, data, image, io, python_io, train
 from ._data import AUTOTUNE, TFRecordDataset
 from ._decoding import (
     ImageFolderSummary,
-    decode_image,
     decode_raw,
+    decode_with_pillow,
     encode_image,
     write_image_folder,
 )
+from ._decoding import decode_image_deprecated as decode_image
 from ._decoding import missing_attributes as _missing_attributes
 from ._errors import (
     ClosedError,
@@ -199,6 +200,7 @@ __all__ = [
     "data",
     "decode_image",
     "decode_raw",
+    "decode_with_pillow",
     "detect_compression",
     "encode_example",
     "encode_image",

@@ -184,7 +184,10 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
         note = ""
         if skipped:
             verb = "was" if len(skipped) == 1 else "were"
-            note = f"; {plural(len(skipped), 'file')} could not be decoded and {verb} skipped"
+            note = (
+                f"; {plural(len(skipped), 'file')} could not be decoded or converted and "
+                f"{verb} skipped"
+            )
         print(
             f"wrote {plural(written, 'image')} of {classes} to {where} and {summary.labels}{note}"
         )

@@ -1,9 +1,9 @@
-"""Image folders to Examples, image sniffing, and a demo image folder.
+"""Image folders to Examples (one image's Example: ``_image_record``; image sniffing:
+``_sniff``), and a demo image folder.
 
-Used by ``tfrecord-lite from-images`` / ``head`` / ``preview``. Pillow (the
-``image`` extra) is imported only by the functions that decode, encode or draw;
-:func:`sniff_image` and :func:`scan_image_folder` need nothing beyond the standard
-library.
+Used by ``tfrecord-lite from-images``. Pillow (the ``image`` extra) is imported only
+by the functions that decode, encode or draw; :func:`scan_image_folder` needs nothing
+beyond the standard library.
 
 Layout of an image folder: one sub-folder per class, images anywhere below it::
 
@@ -23,18 +23,18 @@ import os
 import random
 import re
 import signal
-import struct
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import numpy.typing as npt
 
-from .._examples import encode_example
-from ._images import decode_image, encode_image
+from .._errors import ParseError
+from ._image_record import IMAGE_FORMATS, ImageOptions, image_example, image_record
 from ._pillow import pil
+from ._sniff import sniff_image
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -72,82 +72,6 @@ IMAGE_EXTENSIONS = frozenset(
         ".pnm",
     }
 )
-
-
-# --------------------------------------------------------------------------- sniffing
-
-_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
-def _jpeg_size(data: bytes) -> Optional[tuple[int, int]]:
-    i = 2
-    n = len(data)
-    while i + 4 <= n:
-        if data[i] != 0xFF:
-            return None
-        marker = data[i + 1]
-        if marker == 0xFF:  # fill byte
-            i += 1
-            continue
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-            i += 2
-            continue
-        (seglen,) = struct.unpack_from(">H", data, i + 2)
-        if marker in _SOF_MARKERS:
-            if i + 9 > n:
-                return None
-            height, width = struct.unpack_from(">HH", data, i + 5)
-            return width, height
-        if marker in (0xDA, 0xD9):  # start of scan / end of image: no frame header before
-            return None
-        i += 2 + seglen
-    return None
-
-
-def sniff_image(data: bytes) -> Optional[tuple[str, Optional[int], Optional[int]]]:
-    """``(format, width, height)`` if ``data`` starts like an image file, else None.
-
-    Formats: JPEG, PNG, GIF, WebP, BMP, TIFF (sizes None where the header does not
-    give them, e.g. TIFF or a cut-off JPEG). Reads headers only; no Pillow needed.
-    """
-    b = bytes(data[:65536])
-    if b[:3] == b"\xff\xd8\xff":
-        size = _jpeg_size(b)
-        return ("JPEG", *size) if size else ("JPEG", None, None)
-    if b[:8] == b"\x89PNG\r\n\x1a\n":
-        if len(b) >= 24 and b[12:16] == b"IHDR":
-            w, h = struct.unpack_from(">II", b, 16)
-            return "PNG", w, h
-        return "PNG", None, None
-    if b[:6] in (b"GIF87a", b"GIF89a"):
-        if len(b) >= 10:
-            w, h = struct.unpack_from("<HH", b, 6)
-            return "GIF", w, h
-        return "GIF", None, None
-    if b[:4] == b"RIFF" and b[8:12] == b"WEBP":
-        chunk = b[12:16]
-        if chunk == b"VP8X" and len(b) >= 30:
-            w = int.from_bytes(b[24:27], "little") + 1
-            h = int.from_bytes(b[27:30], "little") + 1
-            return "WebP", w, h
-        if chunk == b"VP8L" and len(b) >= 25 and b[20] == 0x2F:
-            bits = int.from_bytes(b[21:25], "little")
-            return "WebP", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-        if chunk == b"VP8 " and len(b) >= 30 and b[23:26] == b"\x9d\x01\x2a":
-            w, h = struct.unpack_from("<HH", b, 26)
-            return "WebP", w & 0x3FFF, h & 0x3FFF
-        return "WebP", None, None
-    if b[:2] == b"BM" and len(b) >= 26:
-        (dib,) = struct.unpack_from("<I", b, 14)
-        if dib in (12, 40, 52, 56, 64, 108, 124):
-            if dib == 12:
-                w, h = struct.unpack_from("<HH", b, 18)
-                return "BMP", w, h
-            wi, hi = struct.unpack_from("<ii", b, 18)
-            return "BMP", abs(wi), abs(hi)
-    if b[:4] in (b"II*\x00", b"MM\x00*"):
-        return "TIFF", None, None
-    return None
 
 
 # --------------------------------------------------------------------------- folders
@@ -198,136 +122,6 @@ def scan_image_folder(root: str) -> ImageFolder:
                     ignored.append(rel)
         files.extend((rel, label) for rel in sorted(found))
     return ImageFolder(root, classes, files, sorted(ignored))
-
-
-#: What ``format`` may be: keep each file's bytes, or store every image as one format.
-IMAGE_FORMATS = ("keep", "jpeg", "png", "raw")
-_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
-#: Source formats stored as they are with ``format="keep"`` (else re-encoded as PNG
-#: when a change is asked for: Pillow writes these two).
-_ENCODABLE = {"JPEG": "jpeg", "PNG": "png"}
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """How :func:`image_example` stores an image.
-
-    ``format``: ``"keep"`` (default: each file's bytes as they are, its format under
-    ``image/format``; re-encoded in its own format only when ``size`` or ``channels``
-    asks for a change, GIF/BMP/WebP/TIFF then as PNG), ``"jpeg"`` or ``"png"`` (every
-    image in that format; a file already in it that needs no change is kept byte for
-    byte) or ``"raw"`` (uint8 pixels under ``image_raw``, with ``image_raw/shape`` and
-    ``image_raw/dtype`` so :func:`tfrecord_lite.read_examples` returns an array).
-    ``channels``: None (keep each image's: grayscale stays 1, RGBA 4; JPEG cannot hold
-    alpha, so ``format="jpeg"`` drops it and says so), 1, 3 or 4. ``size``:
-    ``(width, height)`` to resize to, or None. ``quality``: JPEG quality.
-    ``encode`` is the deprecated name of ``format`` (``"jpeg"``, ``"png"``, ``"raw"``);
-    ``channels`` also takes the old strings ``"auto"`` (None), ``"1"``, ``"3"``.
-    """
-
-    size: Optional[tuple[int, int]] = None
-    format: str = "keep"
-    channels: Optional[Union[int, str]] = None
-    quality: int = 95
-    encode: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        fmt = str(self.encode or self.format).lower()
-        if fmt == "jpg":
-            fmt = "jpeg"
-        if fmt not in IMAGE_FORMATS:
-            raise ValueError(f"format must be one of {', '.join(IMAGE_FORMATS)}, got {fmt!r}")
-        channels = self.channels
-        if isinstance(channels, str):
-            channels = None if channels == "auto" else int(channels)
-        if channels not in (None, 1, 3, 4):
-            raise ValueError(f"channels must be None, 1, 3 or 4, got {self.channels!r}")
-        if not 1 <= int(self.quality) <= 100:
-            raise ValueError(f"quality must be 1..100, got {self.quality}")
-        object.__setattr__(self, "format", fmt)
-        object.__setattr__(self, "channels", channels)
-        object.__setattr__(self, "encode", None)
-
-
-def _resize(arr: npt.NDArray[np.uint8], size: tuple[int, int]) -> npt.NDArray[np.uint8]:
-    width, height = size
-    if arr.shape[1] == width and arr.shape[0] == height:
-        return arr
-    image_mod = pil()
-    resample = getattr(image_mod, "Resampling", image_mod).BILINEAR
-    return np.asarray(image_mod.fromarray(arr).resize((width, height), resample), np.uint8)
-
-
-def _depth(arr: npt.NDArray[np.uint8]) -> int:
-    return 1 if arr.ndim == 2 else int(arr.shape[2])
-
-
-def image_record(
-    data: bytes, relpath: str, label: int, class_name: str, options: ImageOptions
-) -> tuple[bytes, list[str]]:
-    """One serialized Example for an image file's bytes, and the changes made to it
-    (``"PNG to JPEG"``, ``"4 to 3 channels"``, ``"resized"``; empty when the file's
-    bytes are stored as they are).
-
-    Features: ``image/encoded`` (or ``image_raw`` + ``image_raw/shape`` +
-    ``image_raw/dtype``), ``image/format``, ``image/class/label``,
-    ``image/class/text``, ``image/height``, ``image/width``, ``image/channels``,
-    ``image/filename``. Undecodable bytes raise :class:`tfrecord_lite.ParseError`.
-    """
-    sniffed = sniff_image(data)
-    source = sniffed[0] if sniffed else (os.path.splitext(relpath)[1][1:].upper() or "IMAGE")
-    arr = decode_image(data)
-    native = _depth(arr)
-    want = None if options.channels is None else int(options.channels)
-    if want is None and options.format == "jpeg" and native in (2, 4):
-        want = native - 1  # JPEG holds no alpha
-    changes: list[str] = []
-    if want is not None and want != native:
-        arr = decode_image(data, mode=_MODES[want])
-        changes.append(f"{native} to {want} channels")
-    if options.size is not None:
-        before = arr.shape[:2]
-        arr = _resize(arr, options.size)
-        if arr.shape[:2] != before:
-            changes.append("resized")
-    height, width, channels = int(arr.shape[0]), int(arr.shape[1]), _depth(arr)
-    feats: dict[str, Any] = {}
-    if options.format == "raw":
-        feats["image_raw"] = arr.tobytes()
-        feats["image_raw/shape"] = np.array([height, width, channels], dtype=np.int64)
-        feats["image_raw/dtype"] = np.dtype(np.uint8).str.encode()
-        fmt = "raw"
-        changes.append(f"{source} to raw pixels")
-    else:
-        own = _ENCODABLE.get(source)
-        if options.format == "keep":
-            fmt = (own or source.lower()) if not changes else (own or "png")
-        else:
-            fmt = options.format
-        if not changes and (options.format == "keep" or own == fmt):
-            encoded = bytes(data)  # the file, byte for byte
-        else:
-            encoded = encode_image(arr, fmt, quality=options.quality)
-            if own != fmt:
-                changes.append(f"{source} to {fmt.upper()}")
-            elif not changes:
-                changes.append(f"{source} re-encoded")
-        feats["image/encoded"] = encoded
-    feats["image/format"] = fmt.encode()
-    feats["image/class/label"] = int(label)
-    feats["image/class/text"] = class_name.encode("utf-8", "surrogateescape")
-    feats["image/height"] = height
-    feats["image/width"] = width
-    feats["image/channels"] = channels
-    feats["image/filename"] = os.fsencode(relpath.replace(os.sep, "/"))
-    return encode_example(feats), changes
-
-
-def image_example(
-    data: bytes, relpath: str, label: int, class_name: str, options: ImageOptions
-) -> bytes:
-    """One serialized Example for an image file's bytes (see :func:`image_record`)."""
-    return image_record(data, relpath, label, class_name, options)[0]
 
 
 _BYTESIO = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
@@ -443,7 +237,10 @@ def write_image_folder(
     the summary's ``conversions`` counts every change made. Files that cannot be decoded
     are skipped (``skipped``). ``workers`` processes decode in parallel (the output is
     the same whatever their number). ``on_image(relative path, why skipped or None)``
-    is called after each file. Needs Pillow.
+    is called after each file. When no image can be written (every file failed, or
+    there is none) nothing is left behind (no shard, ``labels.txt`` or manifest) and
+    :class:`~tfrecord_lite.ParseError` (a ``ValueError``) says which files failed and
+    why. Needs Pillow.
     """
     from .._files import ShardedWriter
 
@@ -451,6 +248,7 @@ def write_image_folder(
     pil()  # fail now, with the install hint, if Pillow is missing
     scanned = scan_image_folder(folder)
     out_dir = os.path.dirname(out_prefix) or "."
+    made = _new_folders(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     order = list(scanned.files)
     if shuffle:
@@ -486,13 +284,60 @@ def write_image_folder(
                     summary.conversions.update(changes)
                 if on_image is not None:
                     on_image(task[1], why if example is None else None)
+            if summary.written == 0:  # nothing to write: leave nothing behind
+                raise _nothing_written(folder, scanned, summary)
         except BaseException:
             writer.abort()
+            _remove_unfinished(out_prefix, shards, made)
             raise
     summary.paths = [os.fspath(p) for p in writer.close()]
     with open(summary.labels, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as f:
         f.write("".join(name + "\n" for name in scanned.classes))
     return summary
+
+
+def _new_folders(path: str) -> list[str]:
+    """The folders ``os.makedirs(path)`` would create, deepest first."""
+    made: list[str] = []
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        made.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return made
+
+
+def _remove_unfinished(out_prefix: str, shards: int, made: list[str]) -> None:
+    """Remove what an aborted write left: unfinished shards, and the folders it made."""
+    head, tail = os.path.split(out_prefix)
+    for name in os.listdir(head or "."):
+        if name.startswith(f".{tail}-") and name.endswith(".inprogress"):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(head, name))
+    for path in made:  # deepest first; only if empty
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+
+
+def _nothing_written(folder: str, scanned: ImageFolder, summary: ImageFolderSummary) -> ParseError:
+    """The error when no image could be written: which files failed, and why."""
+    if not summary.skipped:
+        return ParseError(
+            f"no image to write: the class folders of {folder!r} "
+            f"({', '.join(scanned.classes[:5])}{', ...' if len(scanned.classes) > 5 else ''}) "
+            "hold no file with an image extension; nothing was written",
+            path=folder,
+        )
+    shown = "; ".join(f"{rel}: {why}" for rel, why in summary.skipped[:3])
+    more = f"; and {len(summary.skipped) - 3} more" if len(summary.skipped) > 3 else ""
+    n = len(summary.skipped)
+    return ParseError(
+        f"none of the {n} image file{'s' if n != 1 else ''} of {folder!r} could be "
+        f"written ({shown}{more}); nothing was written",
+        path=folder,
+    )
 
 
 # --------------------------------------------------------------------------- demo folder

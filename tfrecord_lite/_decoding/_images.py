@@ -1,9 +1,15 @@
-"""Pillow-style image helpers: :func:`encode_image` / :func:`decode_image`
-(grayscale stays 2-D; TensorFlow's ``tf.io`` codecs are in :mod:`._tf_images`)."""
+"""Pillow-style image helpers: :func:`encode_image` / :func:`decode_with_pillow`
+(grayscale stays 2-D; TensorFlow's ``tf.io`` codecs are in :mod:`._tf_images`).
+
+``tfr.decode_image`` was this helper under TensorFlow's name, with another grayscale
+shape than ``tf.io.decode_image`` (``(H, W)``, not ``(H, W, 1)``): it is
+:func:`decode_image_deprecated` now, which warns and will become TensorFlow's.
+``decode_image`` here is the package's own name for the helper (no warning)."""
 
 from __future__ import annotations
 
 import io
+import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -12,7 +18,7 @@ import numpy.typing as npt
 from .._errors import ParseError
 from ._pillow import image_bytes, pil_image
 
-__all__ = ["decode_image", "encode_image"]
+__all__ = ["decode_image", "decode_image_deprecated", "decode_with_pillow", "encode_image"]
 
 
 _FORMATS = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG"}
@@ -51,10 +57,10 @@ def encode_image(array: npt.ArrayLike, format: str = "png", quality: int = 95) -
     return out.getvalue()
 
 
-def decode_image(
+def decode_with_pillow(
     data: Any, mode: Optional[str] = None, *, name: Optional[str] = None
 ) -> npt.NDArray[np.uint8]:
-    """Decode encoded image bytes (PNG, JPEG, GIF, BMP, ...) into a uint8 array.
+    """Decode encoded image bytes (PNG, JPEG, GIF, BMP, WebP, TIFF, ...) into a uint8 array.
 
     Returns ``(H, W)`` for grayscale, ``(H, W, C)`` otherwise (C = 2 gray+alpha,
     3 RGB, 4 RGBA). ``mode`` converts first (Pillow mode: ``"L"``, ``"RGB"``,
@@ -64,8 +70,9 @@ def decode_image(
 
     ``data``: bytes, or what parsing returns for a ``tf.string`` feature (a 0-d or
     one-element object array). This is the Pillow-style helper (grayscale stays
-    2-D); :func:`tfrecord_lite.io.decode_image` is TensorFlow's ``tf.io.decode_image``
-    (``channels=``, ``dtype=``, always ``(H, W, C)``).
+    2-D, any format Pillow reads); :func:`tfrecord_lite.io.decode_image` is
+    TensorFlow's ``tf.io.decode_image`` (``channels=``, ``dtype=``, always ``(H, W, C)``,
+    BMP, GIF, JPEG and PNG).
     """
     del name
     image_mod = pil_image()
@@ -88,8 +95,9 @@ def decode_image(
         img = img.convert("RGBA" if alpha else "RGB")
     elif img.mode.startswith(("I", "F")):
         raise ValueError(
-            f"image mode {img.mode!r} has more than 8 bits per channel; decode_image returns "
-            "uint8: pass mode='L' (or 'RGB') to convert"
+            f"image mode {img.mode!r} has more than 8 bits per channel and this returns "
+            "uint8: pass mode='L' (or 'RGB') to convert, or use tfrecord_lite.io.decode_png"
+            "(data, dtype=np.uint16) to keep 16 bits"
         )
     else:
         img = img.convert("RGB")
@@ -97,3 +105,30 @@ def decode_image(
     if out.dtype != np.uint8:
         raise ValueError(f"image mode {img.mode!r} does not decode to uint8")
     return out
+
+
+#: The package's own name for :func:`decode_with_pillow` (no warning).
+decode_image = decode_with_pillow
+
+
+def decode_image_deprecated(
+    data: Any, mode: Optional[str] = None, *, name: Optional[str] = None
+) -> npt.NDArray[np.uint8]:
+    """Deprecated: use :func:`decode_with_pillow` (the same, without a warning) or
+    :func:`tfrecord_lite.io.decode_image` (TensorFlow's).
+
+    ``tfr.decode_image`` has been the Pillow-style helper under TensorFlow's name, but a
+    grayscale image comes out ``(H, W)``, where ``tf.io.decode_image`` (and
+    ``tfr.io.decode_image``) gives ``(H, W, 1)``. It still returns what it did, with a
+    warning; it will become TensorFlow's ``decode_image``, so that the
+    same name means one thing. Until then the warning is a
+    ``PendingDeprecationWarning`` (shown by test runners, not in a plain run).
+    """
+    warnings.warn(
+        "tfr.decode_image is deprecated: it is the Pillow-style helper (grayscale "
+        "(H, W)), now named tfr.decode_with_pillow; TensorFlow's decode_image (grayscale "
+        "(H, W, 1)) is tfr.io.decode_image, which tfr.decode_image will become",
+        PendingDeprecationWarning,
+        stacklevel=2,
+    )
+    return decode_with_pillow(data, mode, name=name)

@@ -13,6 +13,7 @@ from .._errors import ParseError
 from ._jpeg import decode_jpeg_pixels
 from ._pillow import _load, _open, image_bytes, pil_image
 from ._pixels import _as_hwc, _check_channels, _convert_dtype, _to_channels
+from ._sniff import png_header
 
 __all__ = ["decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "tf_decode_image"]
 
@@ -67,7 +68,9 @@ def decode_png(
     ``channels``: 0 (as stored), 1 (gray), 3 (RGB) or 4 (RGBA) (TensorFlow's
     choices); colour to gray is libpng's, as TensorFlow gets it. ``dtype``: ``np.uint8``
     (16-bit PNGs are scaled down, ``x // 256``) or ``np.uint16`` (8-bit PNGs are
-    scaled up, ``x * 257``), TensorFlow's conversions. ``contents``: bytes or a 0-d /
+    scaled up, ``x * 257``), TensorFlow's conversions. A 16-bit colour PNG decodes to
+    uint8 only (Pillow reads 8 of its 16 bits; ``ValueError`` otherwise); 16-bit
+    grayscale decodes exactly to either. ``contents``: bytes or a 0-d /
     one-element object array. ``name`` is ignored. Needs Pillow.
     """
     del name
@@ -76,10 +79,26 @@ def decode_png(
     want = np.dtype(getattr(dtype, "as_numpy_dtype", None) or dtype)
     if want not in (np.uint8, np.uint16):
         raise TypeError(f"{what}: dtype must be uint8 or uint16, got {want}")
-    img = _open(image_bytes(contents, what), what)
+    data = image_bytes(contents, what)
+    _check_deep_png(data, want, what)
+    img = _open(data, what)
     _load(img, what)
     arr = _as_hwc(img, what)
     return _convert_dtype(_to_channels(arr, ch), want, what, png=True)
+
+
+def _check_deep_png(data: bytes, dtype: Any, what: str) -> None:
+    """A 16-bit colour PNG decodes exactly only to uint8: Pillow reads the high byte of
+    each value (``x // 256``, TensorFlow's uint16 -> uint8), never the 16 bits."""
+    header = png_header(data)
+    want = np.dtype(getattr(dtype, "as_numpy_dtype", None) or dtype)
+    if header is not None and header[0] == 16 and header[1] != 0 and want != np.uint8:
+        kind = {2: "RGB", 3: "palette", 4: "gray + alpha", 6: "RGBA"}.get(header[1], "colour")
+        raise ValueError(
+            f"{what}: a 16-bit {kind} PNG cannot be decoded to {want} here (Pillow reads 8 of "
+            "its 16 bits, and the values would be wrong); decode it to uint8 (x // 256, as "
+            "TensorFlow) or with TensorFlow; 16-bit grayscale PNGs decode to uint16 exactly"
+        )
 
 
 def _frames(img: Any, what: str) -> list[npt.NDArray[Any]]:
@@ -120,6 +139,7 @@ def tf_decode_image(
     img = _open(data, what)
     fmt = img.format
     if fmt == "PNG":
+        _check_deep_png(data, dtype, what)
         _load(img, what)
         return _convert_dtype(_to_channels(_as_hwc(img, what), ch), dtype, what, png=True)
     if fmt == "GIF":
