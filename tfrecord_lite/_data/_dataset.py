@@ -180,9 +180,17 @@ class Dataset:
         return build(len(ops), lv if lv is not None else _Level())(key)
 
     def _iterator(
-        self, key: EpochKey, on_load: Optional[Callable[[EpochKey], None]] = None
+        self,
+        key: EpochKey,
+        on_load: Optional[Callable[[EpochKey], None]] = None,
+        extra_shards: tuple[tuple[int, int, str], ...] = (),
     ) -> _DatasetIterator:
-        return _DatasetIterator(lambda k, lv: self._iterate(k, (), lv), key, repr(self), on_load)
+        """The resumable iterator of epoch ``key`` (of the input shards ``extra_shards``
+        adds: DataLoader workers, ranks); ``on_load`` is told the epoch a state loads."""
+        where = "".join(f" (input shard {i} of {n})" for n, i, _ in extra_shards)
+        return _DatasetIterator(
+            lambda k, lv: self._iterate(k, extra_shards, lv), key, repr(self) + where, on_load
+        )
 
     def __iter__(self) -> _DatasetIterator:
         """A new epoch: every ``for`` reads the data again (and reshuffles if asked to).

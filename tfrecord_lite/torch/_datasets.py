@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -117,25 +117,50 @@ class IterableDataset(_tud.IterableDataset[Any]):
         base_seed = int(info.seed) - int(info.id)
         return (base_seed % 2**63, count)
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> _EpochIterator:
+        """This worker's epoch. Its ``state_dict()`` / ``load_state_dict()`` save and
+        resume it (torchdata's ``StatefulDataLoader`` calls them in each worker)."""
         if self.shared_memory:
             _handoff.install_in_worker()
         n, i = worker_shard(self.rank, self.world_size)
         extra = ((n, i, "auto"),) if n > 1 else ()
-        it = self.dataset._iterate(self._epoch_key(), extra)
-        try:
-            if self.as_tensors:
-                for item in it:
-                    yield to_tensors(item)
-            else:
-                yield from it
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
+        return _EpochIterator(
+            self.dataset._iterator(self._epoch_key(), None, extra), self.as_tensors
+        )
 
     def __repr__(self) -> str:
         return f"tfrecord_lite.torch.IterableDataset({self.dataset!r})"
+
+
+class _EpochIterator:
+    """One worker's epoch of an :class:`IterableDataset`, resumable: the
+    ``state_dict()`` / ``load_state_dict()`` protocol of torchdata's
+    ``StatefulDataLoader`` (a JSON-able dict: see "Resuming mid-epoch" in
+    docs/pipelines.md; a state of another worker's shard is refused)."""
+
+    def __init__(self, inner: Any, as_tensors: bool) -> None:
+        self._inner = inner
+        self._as_tensors = as_tensors
+
+    def __iter__(self) -> _EpochIterator:
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self._inner)
+        return to_tensors(item) if self._as_tensors else item
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this worker is in its epoch (see :meth:`load_state_dict`)."""
+        state: dict[str, Any] = self._inner.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at ``state``, from :meth:`state_dict` of the same worker's iterator."""
+        self._inner.load_state_dict(state)
+
+    def close(self) -> None:
+        """Stop the epoch: its files close and its threads end."""
+        self._inner.close()
 
 
 class MapDataset(_tud.Dataset[Any]):
