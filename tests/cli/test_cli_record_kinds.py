@@ -125,6 +125,24 @@ def test_info_head_and_verify_describe_other_records_alike(
     assert shown["description"] == said and "features" not in shown
 
 
+@pytest.mark.parametrize(
+    "name, records, looks_like",
+    [
+        ("events.out.tfevents.1700000000.host", event_records(6), "TensorBoard Event"),
+        ("elwc.tfrecord", elwc_records(4), "TF-Ranking ExampleListWithContext"),
+    ],
+)
+def test_preview_says_so_too(
+    tmp_path: Path, capsys: Any, name: str, records: list[bytes], looks_like: str
+) -> None:
+    pytest.importorskip("PIL")
+    path = _write(tmp_path / name, records)
+    assert main(["preview", str(path), "-o", str(tmp_path / "grid.png")]) == 1
+    said = f"not tf.train.Example (looks like a {looks_like})"
+    assert f"{path}: the records are {said}: no image to preview" in capsys.readouterr().err
+    assert not (tmp_path / "grid.png").exists()
+
+
 def test_verify_says_in_one_line_why_a_record_is_not_an_example(
     tmp_path: Path, capsys: Any
 ) -> None:

@@ -22,6 +22,7 @@ from ._common import (
     add_command,
     examples_text,
     expand_inputs,
+    file_kind,
     iter_records,
     parse_any,
     positive_int,
@@ -261,6 +262,14 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             repeats[why] = 0
             print(f"{path}: record {index}: {why}", file=sys.stderr)
 
+    for path in paths:  # TensorBoard events, ELWC...: said as info, head and verify say it
+        kind = file_kind(path)
+        if not kind.is_example:
+            print(
+                f"{PROG}: error: {path}: the records are {kind.describe()}: no image to preview",
+                file=sys.stderr,
+            )
+            return EXIT_DATA
     gen = iter_records(ctx, paths, "preview")
     try:
         for path, rec in gen:
