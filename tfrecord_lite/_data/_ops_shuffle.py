@@ -16,6 +16,7 @@ from ._state import (
     bad,
     decode_held,
     encode_held,
+    encode_one,
     field_int,
     field_same,
     resumed,
@@ -87,6 +88,9 @@ def _shuffle(
     the order they come out.
     """
     buf: list[Any] = []
+    # The buffer's elements encoded for a state (None: not yet, or replaced since),
+    # so that frequent states encode only the elements that came in since the last.
+    saved_as: list[Optional[str]] = [None] * buffer_size
     picks: list[int] = []
     used = 0
     drawn_from: Optional[dict[str, Any]] = None
@@ -100,7 +104,10 @@ def _shuffle(
             out["held"] = encode_held(list(rest))
             out["draining"] = True
         else:
-            out["held"] = encode_held(buf)
+            for j, x in enumerate(buf):
+                if saved_as[j] is None:
+                    saved_as[j] = encode_one(x)
+            out["held"] = saved_as[: len(buf)]
             out["rng"] = drawn_from
             out["used"] = used
         return out
@@ -139,6 +146,7 @@ def _shuffle(
                     used += 1
                     out = buf[j]
                     buf[j] = x
+                    saved_as[j] = None
                     yield out
             rest = deque(buf[j] for j in rng.permutation(len(buf)).tolist())
             buf = []

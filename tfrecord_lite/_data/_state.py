@@ -118,17 +118,19 @@ def up_state(below: _Level, held: Sequence[Any]) -> dict[str, Any]:
 
 def encode_held(items: Sequence[Any]) -> list[str]:
     """Elements as JSON text (the encoding of ``cache(filename)`` files, in base64)."""
+    return [encode_one(x) for x in items]
+
+
+def encode_one(x: Any) -> str:
+    """One element as :func:`encode_held` saves it."""
     from ._encoding import _encode_element
 
-    out = []
-    for x in items:
-        try:
-            out.append(base64.b64encode(_encode_element(_plain(x))).decode("ascii"))
-        except TypeError as err:
-            raise TypeError(
-                f"state_dict(): an element the iterator holds cannot be saved: {err}"
-            ) from None
-    return out
+    try:
+        return base64.b64encode(_encode_element(_plain(x))).decode("ascii")
+    except TypeError as err:
+        raise TypeError(
+            f"state_dict(): an element the iterator holds cannot be saved: {err}"
+        ) from None
 
 
 def _plain(x: Any) -> Any:
