@@ -74,9 +74,13 @@ tfr.parse_example(records, not_specs)  # the control: must be an error
 def test_mypy_accepts_the_documented_feature_dicts(tmp_path: Path, options: list[str]) -> None:
     (tmp_path / "snippet.py").write_text(SNIPPET, encoding="utf-8")
     (tmp_path / "mypy.ini").write_text(
-        "[mypy]\n\n[mypy-tfrecord_lite.*]\nfollow_imports = silent\nignore_errors = True\n", encoding="utf-8"
+        "[mypy]\n\n[mypy-tfrecord_lite.*]\nfollow_imports = silent\nignore_errors = True\n",
+        encoding="utf-8",
     )
-    env = dict(os.environ, MYPYPATH=str(ROOT))
+    env = dict(os.environ)
+    if ROOT.name not in ("site-packages", "dist-packages"):
+        env["MYPYPATH"] = str(ROOT)  # a checkout (editable install): point mypy at it
+    # (installed from a wheel, mypy finds the package, typed by its py.typed, by itself)
     out = subprocess.run(
         [
             sys.executable,
