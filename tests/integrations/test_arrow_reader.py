@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -151,3 +152,31 @@ def test_polars_reads_the_stream(data: Path) -> None:
     df = pl.from_arrow(tfa.record_batch_reader(data, FEATURES, columns=["name"]))
     assert df.columns == ["name"] and df.height == 95
     assert df["name"][94] == b"n94"
+
+
+@pytest.mark.parametrize("batch_size", [4, 8192])
+def test_a_bad_record_is_named_by_file_index_and_offset(tmp_path: Path, batch_size: int) -> None:
+    first = write(tmp_path / "a.tfrecord", [example(i) for i in range(10)])
+    records = [example(i) for i in range(10)]
+    records[7] = example(7, name=[1.5])
+    second = write(tmp_path / "b.tfrecord", records)
+    reader = tfa.record_batch_reader([first, second], FEATURES, batch_size=batch_size)
+    with pytest.raises(tfr.ParseError) as err:
+        reader.read_all()
+    assert err.value.path == str(second) and err.value.index == 7 and err.value.key == "name"
+    assert err.value.offset == int(tfr.TFRecordFile(str(second)).offsets[7])
+    gz = tmp_path / "b.tfrecord.gz"
+    gz.write_bytes(gzip.compress(second.read_bytes()))
+    with pytest.raises(tfr.ParseError) as err:
+        tfa.record_batch_reader([first, gz], FEATURES, batch_size=batch_size).read_all()
+    assert err.value.path == str(gz) and err.value.index == 7 and err.value.offset is None
+
+
+def test_batches_run_across_files(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.tfrecord", [example(i) for i in range(10)])
+    b = write(tmp_path / "b.tfrecord", [example(i) for i in range(10, 23)])
+    batches = list(tfa.record_batch_reader([a, b], FEATURES, batch_size=4))
+    assert [x.num_rows for x in batches] == [4, 4, 4, 4, 4, 3]
+    table = pa.Table.from_batches(batches)
+    assert table.column("name").to_pylist() == [b"n%d" % i for i in range(23)]
+    assert table.equals(tfa.read_table([a, b], FEATURES))

@@ -165,3 +165,12 @@ def test_aggregations_match_numpy(data: Path) -> None:
     labels = np.arange(N) % 7
     scores = np.arange(N) / 4
     assert out["score"].to_list() == [float(scores[labels == k].sum()) for k in range(7)]
+
+
+def test_head_across_files_stops_in_the_second(data: Path, cut: Path) -> None:
+    lf = tfpl.scan_tfrecord([data, cut], FEATURES, batch_size=16)
+    got = lf.head(N + 5).collect()
+    assert got["label"].to_list() == [i % 7 for i in range(N)] + [0, 1, 2, 3, 4]
+    with pytest.raises(tfr.DataLossError) as err:
+        lf.collect()
+    assert err.value.path is not None and err.value.path.endswith("cut.tfrecord")
