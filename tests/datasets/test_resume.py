@@ -399,3 +399,67 @@ def test_interleaved_files_resume_at_their_cursors(tmp_path: Any) -> None:
     assert files["skip"] < 8192  # at most one merged list is read again
     rest = list(_load(ds, json.loads(json.dumps(state))))
     assert head + rest == list(ds.iter_epoch(0))
+
+
+def test_an_offset_that_is_not_a_record_start_is_refused(tmp_path: Any) -> None:
+    from tfrecord_lite._data._state import digest
+
+    path = os.fspath(tmp_path / "a.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        w.write_all(b"record %d" % r for r in range(50))
+    it = iter(TFRecordDataset(path))
+    for _ in range(20):
+        next(it)
+    state = it.state_dict()
+    del state["digest"]
+    state["state"]["seek"][1] += 3  # edited, its digest made again: still refused
+    state["digest"] = digest(state)
+    again = iter(TFRecordDataset(path))
+    again.load_state_dict(state)
+    with pytest.raises(IteratorStateError, match="not where record 20 starts"):
+        next(again)
+
+
+def _leaves(x: Any, path: tuple[Any, ...] = ()) -> Any:
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(x, list):
+        for j, v in enumerate(x):
+            yield from _leaves(v, (*path, j))
+    if path:
+        yield path
+
+
+def test_edited_states_raise_only_the_state_error(files: list[str]) -> None:
+    # Any field of a state set to a value of another type or range (its digest made
+    # again) resumes or raises IteratorStateError: never another exception.
+    import random
+
+    from tfrecord_lite._data._state import digest
+
+    rnd = random.Random(5)
+    values = [None, -1, 0, 1, 7, 10**9, "x", [], {}, True, 2.5, [0, 0], {"kind": "files"}]
+    chains = [CHAINS["shuffle_parse_batch"], CHAINS["interleave_threads"], CHAINS["prefetch"]]
+    for trial in range(150):
+        make = chains[trial % len(chains)]
+        it = iter(make(files))
+        for _ in range(rnd.randint(0, 30)):
+            next(it, None)
+        state = it.state_dict()
+        it.close()
+        target: Any = state["state"]
+        *parents, last = rnd.choice(list(_leaves(target)))
+        for k in parents:
+            target = target[k]
+        target[last] = rnd.choice(values)
+        del state["digest"]
+        state["digest"] = digest(state)
+        try:
+            again = iter(make(files))
+            again.load_state_dict(state)
+            for _ in range(200):
+                if next(again, None) is None:
+                    break
+        except IteratorStateError:
+            pass

@@ -214,9 +214,18 @@ def opened_at(
         if offset > os.fstat(f.fileno()).st_size:
             raise bad(KIND, f"byte offset {offset} is past the end of {path!r}")
         f.seek(offset)
+        started = False
         try:
-            yield from read(f)
+            for lst in read(f):
+                started = True
+                yield lst
         except TFRecordError as err:
+            if not started and not err.index:  # the very first record: not one at all
+                raise bad(
+                    KIND,
+                    f"byte offset {offset} of {path!r} is not where record {index} starts "
+                    f"({err.message})",
+                ) from None
             raise err.with_location(path=path, offset_base=offset, index_base=index) from None
     finally:
         f.close()

@@ -69,6 +69,8 @@ class _Level:
     def take(self) -> Optional[dict[str, Any]]:
         """The saved state (once: a later run of the stage starts afresh)."""
         saved, self.saved = self.saved, None
+        if saved is not None and not isinstance(saved, dict):
+            raise bad("a stage", f"its state is a {type(saved).__name__}, not a dict")
         self.start = saved
         if saved is not None and saved.get("fresh") is True:
             return None
@@ -229,5 +231,5 @@ def set_rng_state(rng: Any, saved: Any, where: str) -> None:
             "has_uint32": int(saved["has_uint32"]),
             "uinteger": int(saved["uinteger"]),
         }
-    except (TypeError, ValueError, KeyError) as err:
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
         raise bad(where, f"the random generator's state is not valid ({err})") from None
