@@ -463,3 +463,29 @@ def test_edited_states_raise_only_the_state_error(files: list[str]) -> None:
                     break
         except IteratorStateError:
             pass
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_sequence_examples_resume(tmp_path: Any, batched: bool) -> None:
+    from tfrecord_lite.example_pb2 import SequenceExample
+
+    path = os.fspath(tmp_path / "seq.tfrecord")
+    with tfr.TFRecordWriter(path) as w:
+        for r in range(45):
+            s = SequenceExample()
+            s.context.feature["id"].int64_list.value.append(r)
+            frames = s.feature_lists.feature_list["v"].feature
+            for j in range(r % 4 + 1):
+                frames.add().int64_list.value.append(r * 10 + j)
+            w.write(s.SerializeToString())
+    context = {"id": tfr.FixedLenFeature([], tfr.int64)}
+    lists = {"v": tfr.FixedLenSequenceFeature([], tfr.int64)}
+
+    def make() -> Dataset:
+        ds = TFRecordDataset(path).shuffle(6, seed=2).parse_sequence(context, lists)
+        return ds.batch(4) if batched else ds
+
+    whole = [_canon(x) for x in make().iter_epoch(0)]
+    for k in (1, 5, len(whole) - 1):
+        head, rest = _resumed_epoch(make(), k)
+        assert head + rest == whole
