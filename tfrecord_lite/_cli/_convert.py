@@ -146,9 +146,7 @@ def _tables_to_records(
     return out, written
 
 
-def _copy_records(
-    args: argparse.Namespace, target: Target, outputs: list[str], records: _Records
-) -> int:
+def _copy_records(args: argparse.Namespace, target: Target, records: _Records) -> int:
     """TFRecords -> TFRecords: the records' bytes as they are, recompressed, merged or split."""
     out, shards, comp = args.output, args.shards, target.compression
     written = 0
@@ -202,7 +200,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     where = outputs[0] if len(outputs) == 1 else f"{outputs[0]} ... {outputs[-1]}"
     if source == "tfrecord" and target.format == "tfrecord":
         _make_parent(out)
-        written = _copy_records(args, target, outputs, records)
+        written = _copy_records(args, target, records)
     elif source == "tfrecord":
         written = _records_to_table(args, target, inputs, records)
     elif target.format == "tfrecord":
