@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
-from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
@@ -47,12 +46,11 @@ import numpy as np
 
 from .._errors import (
     CompressionError,
-    CorruptRecordError,
     RecordTooLargeError,
     TFRecordError,
     TruncatedRecordError,
 )
-from .._record import LENGTH, RECORD_OVERHEAD, header_ok
+from .._record import RECORD_OVERHEAD, RecordDecoder
 from . import _fs, _zran
 from ._handles import open_binary
 from ._restart import WINDOW
@@ -189,46 +187,43 @@ def _inflater(wbits: int) -> _zran.BlockInflater | _StdInflater:
 
 
 class _Walker:
-    """Frames the records of a decompressed stream fed in pieces: their lengths."""
+    """Frames the records of a decompressed stream fed in pieces: their lengths
+    (:class:`~tfrecord_lite._record.RecordDecoder`, header CRCs checked, data not)."""
 
     def __init__(self, path: str, compression: str, limit: int) -> None:
         self.path = path
         self.compression = compression
         self.limit = limit
         self.head: Optional[bytes] = b""  # until the content is sniffed
-        self.early: list[tuple[bytes, int]] = []
-        self.lengths = array("q")
-        self.next = 0  # output offset of the next record's header
-        self.carry = b""  # the start of a header cut by the end of a piece
+        self.early: list[bytes] = []
+        self.decoder = RecordDecoder(verify=False, max_record_size=limit)
+        self.parts: list[np.ndarray] = []
 
-    def take(self, piece: bytes, pos: int) -> None:
+    @property
+    def next(self) -> int:
+        """The output offset of the next record's header."""
+        return int(self.decoder.offset)
+
+    @property
+    def count(self) -> int:
+        """Records framed so far."""
+        return int(self.decoder.index)
+
+    def take(self, piece: bytes) -> None:
         if self.head is not None:  # the start of the content: is it another format?
             self.head += piece[: SNIFF_BYTES - len(self.head)]
             if len(self.head) < SNIFF_BYTES:
-                return self._held(piece, pos)
-            self._sniff()
-        end = pos + len(piece)
-        if self.next >= end:
-            return
-        rel = self.next - pos
-        if self.carry:
-            need = 12 - len(self.carry)
-            self.carry += piece[:need]
-            if len(self.carry) < 12:
+                self.early.append(piece)
                 return
-            self._record(self.carry, 0)
-            self.carry = b""
-            rel = self.next - pos
-        n = len(piece)
-        while rel >= 0 and rel + 12 <= n:
-            self._record(piece, rel)
-            rel = self.next - pos
-        if 0 <= rel < n:
-            self.carry = piece[rel:]
-
-    def _held(self, piece: bytes, pos: int) -> None:
-        """Keep a piece while the content's start is too short to judge."""
-        self.early.append((piece, pos))
+            self._sniff()
+        try:
+            self.decoder.feed(piece)
+            records = self.decoder.records()
+        except TFRecordError as err:
+            raise self._located(err) from None
+        if records:
+            sizes = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+            self.parts.append(sizes + RECORD_OVERHEAD)
 
     def _sniff(self) -> None:
         assert self.head is not None
@@ -237,49 +232,36 @@ class _Walker:
         if other is not None:
             raise other
         early, self.early = self.early, []
-        for piece, pos in early:
-            self.take(piece, pos)
+        for piece in early:
+            self.take(piece)
 
-    def _record(self, buf: bytes, rel: int) -> None:
-        if not header_ok(buf, rel):
-            raise _corrupt_header(self.path, self.next, len(self.lengths))
-        (length,) = LENGTH.unpack_from(buf, rel)
-        if length > self.limit:
-            raise RecordTooLargeError(
-                f"record too large: its length field claims {length} data bytes, more than "
-                f"the {self.limit} bytes a GZIP/ZLIB reader buffers for one record by "
+    def _located(self, err: TFRecordError) -> TFRecordError:
+        if isinstance(err, RecordTooLargeError):
+            return RecordTooLargeError(
+                f"record too large: its length field claims {err.length} data bytes, more "
+                f"than the {self.limit} bytes a GZIP/ZLIB reader buffers for one record by "
                 "default; the length is damaged or hostile (a deflate bomb?): no index is "
                 "written",
-                length=length,
+                length=err.length,
                 limit=self.limit,
                 path=self.path,
-                offset=self.next,
-                index=len(self.lengths),
+                offset=err.offset,
+                index=err.index,
             )
-        self.lengths.append(length + RECORD_OVERHEAD)
-        self.next += length + RECORD_OVERHEAD
+        return err.with_location(path=self.path)
 
-    def finish(self, total: int) -> None:
+    def finish(self) -> np.ndarray:
+        """The framed length of every record; an error if the stream ends inside one."""
         if self.head is not None:
             self._sniff()
-        if self.next != total or self.carry:
-            raise TruncatedRecordError(
-                f"the decompressed stream ends inside record {len(self.lengths)} "
-                f"(at byte {total}); the file is truncated",
-                path=self.path,
-                offset=self.next,
-                index=len(self.lengths),
-            )
-
-
-def _corrupt_header(path: str, offset: int, index: int) -> TFRecordError:
-    return CorruptRecordError(
-        "record header CRC mismatch in the decompressed stream: the file is corrupt",
-        part="header",
-        path=path,
-        offset=offset,
-        index=index,
-    )
+        try:
+            for _ in self.decoder.close():
+                raise AssertionError("records left in a closed decoder")  # pragma: no cover
+        except TFRecordError as err:
+            raise self._located(err) from None
+        if not self.parts:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate(self.parts)
 
 
 def build(path: str, compression: str, spacing: int = SPACING) -> GzIndex:
@@ -313,7 +295,7 @@ def build(path: str, compression: str, spacing: int = SPACING) -> GzIndex:
                 ) from None
             started = True
             if piece:
-                walker.take(piece, out)
+                walker.take(piece)
                 out += len(piece)
                 recent.append(piece)
                 kept += len(piece)
@@ -356,10 +338,9 @@ def build(path: str, compression: str, spacing: int = SPACING) -> GzIndex:
             f"the {compression} stream ends before its end marker: the file is truncated",
             path=path,
             offset=walker.next,
-            index=len(walker.lengths),
+            index=walker.count,
         )
-    walker.finish(out)
-    lengths = np.frombuffer(walker.lengths, dtype=np.int64).copy()
+    lengths = walker.finish()
     return GzIndex(compression, size, fingerprint(path, size), lengths, out, points)
 
 
