@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from .. import example_pb2
 from .._errors import TFRecordError
-from .._examples import KindProbe, RecordKind
+from .._examples import KIND_SAMPLE, KindProbe, RecordKind
 from .._files import Damage, NotATFRecordError, Record, expand_paths, fs, salvage_file
 from ._progress import Progress, progress
 
@@ -185,10 +185,11 @@ def iter_records(
             bar.close()
 
 
-def file_kind(path: str) -> RecordKind:
-    """What the records of a file are, from its first records (see ``RecordKind``): info,
-    head and verify all say ``not tf.train.Example (looks like a TensorBoard Event)``."""
-    probe = KindProbe()
+def file_kind(path: str, records: int = KIND_SAMPLE) -> RecordKind:
+    """What the records of a file are, from its first ``records`` (at most KIND_SAMPLE; see
+    ``RecordKind``): info, head and verify all say ``not tf.train.Example (looks like a
+    TensorBoard Event)``. ``head -n 1`` looks at the records it shows, not at 100."""
+    probe = KindProbe(max(1, min(records, KIND_SAMPLE)))
     for item in salvage_file(path):  # closed (with its file) as it goes out of scope
         if isinstance(item, Damage) or probe.full:
             break

@@ -194,7 +194,8 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             print(f"{'' if i == 0 else chr(10)}==> {path} <==")
         shown = 0
         info = SalvageInfo()
-        kind = file_kind(path)  # TensorBoard events, ELWC... are not shown as Examples
+        # TensorBoard events, ELWC... are not shown as Examples (judged as info judges)
+        kind = file_kind(path, args.skip + args.n)
         for item in salvage_file(path, info=info):
             if shown >= args.n:
                 break  # the generator (and its file) is closed as it goes out of scope

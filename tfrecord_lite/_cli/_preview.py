@@ -263,7 +263,7 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
             print(f"{path}: record {index}: {why}", file=sys.stderr)
 
     for path in paths:  # TensorBoard events, ELWC...: said as info, head and verify say it
-        kind = file_kind(path)
+        kind = file_kind(path, args.skip + args.n)
         if not kind.is_example:
             print(
                 f"{PROG}: error: {path}: the records are {kind.describe()}: no image to preview",
