@@ -5,13 +5,20 @@ row limit is reached. ``arrow.record_batch_reader`` and ``polars.scan_tfrecord``
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping
-from itertools import islice
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
 
 from .._errors import ParseError, TFRecordError
 from .._examples import DEFAULT_SAMPLE, FeatureSpec
-from .._files import TFRecordFile, TFRecordReader, expand_paths, is_file_object
+from .._files import (
+    READ_BLOCK_SIZE,
+    TFRecordFile,
+    expand_paths,
+    is_file_object,
+    read_batches,
+    reader_compression,
+)
+from .._record import RecordSpans, SkipReport, check_on_error, warn_skip
 from ._plan import DEFAULT_BATCH_SIZE, ReadPlan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,33 +85,59 @@ def stream_tables(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if limit is not None and limit < 0:
         raise ValueError(f"the row limit must be at least 0, got {limit}")
+    check_on_error(on_error)
+    kind = reader_compression(compression)
     left = limit
-    batch: list[bytes] = []
+    pieces: list[Sequence[bytes]] = []
     parts: list[_Part] = []
+    have = 0
     for source in expand_paths(paths):
-        with TFRecordReader(source, compression, verify=verify, on_error=on_error) as reader:
-            index = 0
-            while left is None or left > 0:
-                size = batch_size if left is None else min(batch_size, left)
-                want = size - len(batch)
-                got = list(islice(reader, want))  # the records, without a Python loop
-                if got:
+        skipped: list[SkipReport] = []
+        # The records as they lie in the blocks read (RecordSpans, parsed where they are).
+        lists = read_batches(
+            source, kind, verify, READ_BLOCK_SIZE, on_error, _noting(skipped), None, True, True
+        )
+        index = 0
+        try:
+            for records in lists:
+                pos = 0
+                while pos < len(records):
+                    size = batch_size if left is None else min(batch_size, left)
+                    take = min(size - have, len(records) - pos)
                     # after a skipped stretch the count no longer gives the record's index
-                    first = None if reader.skipped else index
-                    parts.append(_Part(len(batch), source, first))
-                    batch.extend(got)
-                    index += len(got)
-                if len(batch) == size:
-                    yield _convert(plan, batch, parts)
-                    batch, parts = [], []
-                    if left is not None:
-                        left -= size
-                if len(got) < want:
-                    break  # this file is done
-            if left is not None and left <= 0:
-                return
-    if batch:
-        yield _convert(plan, batch, parts)
+                    parts.append(_Part(have, source, None if skipped else index))
+                    pieces.append(records[pos : pos + take])
+                    have, pos, index = have + take, pos + take, index + take
+                    if have == size:
+                        yield _convert(plan, _joined(pieces), parts)
+                        pieces, parts, have = [], [], 0
+                        if left is not None:
+                            left -= size
+                            if left <= 0:
+                                return
+        finally:
+            lists.close()  # type: ignore[attr-defined]
+    if have:
+        yield _convert(plan, _joined(pieces), parts)
+
+
+def _noting(skipped: list[SkipReport]) -> Callable[[SkipReport], None]:
+    """The skip callback: each stretch skipped is noted, and warned of as the reader warns."""
+
+    def note(report: SkipReport) -> None:
+        skipped.append(report)
+        warn_skip(report)
+
+    return note
+
+
+def _joined(pieces: list[Sequence[bytes]]) -> Sequence[bytes]:
+    """One batch of the pieces' records (spans joined without copying, where all are spans)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if all(isinstance(p, RecordSpans) for p in pieces):
+        return RecordSpans.join(cast("list[RecordSpans]", pieces))
+    return [r for p in pieces for r in p]
 
 
 class _Part(NamedTuple):
@@ -116,7 +149,7 @@ class _Part(NamedTuple):
     first: Optional[int]
 
 
-def _convert(plan: ReadPlan, batch: list[bytes], parts: list[_Part]) -> pa.Table:
+def _convert(plan: ReadPlan, batch: Sequence[bytes], parts: list[_Part]) -> pa.Table:
     try:
         return plan.convert(batch)
     except ParseError as err:
