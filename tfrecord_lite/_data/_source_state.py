@@ -56,9 +56,9 @@ def order_digest(paths: Sequence[str]) -> str:
 def bytes_before(raw: Sequence[bytes], p: int) -> int:
     """The bytes of ``raw[:p]`` with their framing (16 bytes a record)."""
     if isinstance(raw, RecordSpans):
-        data = int(np.asarray(raw.lengths())[:p].sum())
+        data = raw.nbytes if p == len(raw) else int(np.asarray(raw.lengths())[:p].sum())
     else:
-        data = sum(map(len, raw[:p]))
+        data = sum(map(len, raw if p == len(raw) else raw[:p]))
     return data + 16 * p
 
 
