@@ -44,8 +44,18 @@ _Mark = tuple[Sequence[bytes], int, Optional[Sequence[bytes]], int, int, Optiona
 #: Kind of the files' stage in a state.
 KIND = "files"
 
-#: Lists kept to roll the cursor back through (records a stage above read ahead).
-_HISTORY = 32
+#: Lists kept to roll the cursor back through (records a stage above read ahead):
+#: at most this many, and no older ones than needed to hold :data:`_BACK` records
+#: (a parser reads ahead at most 16,384 records). Further back, the stage above
+#: saves the records it holds instead.
+_HISTORY = 8
+_BACK = 20_000
+
+
+def _trim(history: deque[Any], size: Callable[[Any], int]) -> None:
+    """Drop the oldest lists of ``history`` not needed to hold :data:`_BACK` records."""
+    while len(history) > 1 and sum(size(h) for h in list(history)[1:]) >= _BACK:
+        history.popleft()
 
 
 def order_digest(paths: Sequence[str]) -> str:
@@ -114,6 +124,7 @@ class Tracker:
             if not marks:  # not a list a reader noted: no cursor can be told
                 raise RuntimeError("a list of records was handed out without its place")
             history.append(marks.popleft())
+            _trim(history, lambda m: len(m[0]))
             if self.lists:
                 yield lst
             else:
@@ -314,6 +325,7 @@ class Watch:
         skip = self.skip
         for out in merged:
             self.history.append((self.snap, len(out)))
+            _trim(self.history, lambda h: int(h[1]))
             drop = min(skip, len(out))
             skip -= drop
             if self.lists:
