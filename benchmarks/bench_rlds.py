@@ -1,13 +1,14 @@
 """RLDS benchmark: episodes read by tfrecord_lite.tfds against TFDS's own ``as_dataset``.
 
-    .venv-interop/bin/python -m benchmarks.bench_rlds [--episodes 40] [--reps 3]
+    .venv-interop/bin/python -m benchmarks.bench_rlds [--episodes 40] [--reps 3] [--no-images]
 
 Runs from ``.venv-interop`` (TensorFlow and tensorflow-datasets; ``make interop`` installs
 it). An RLDS dataset is prepared once by the real tensorflow-datasets into
 ``benchmarks/_data/rlds/`` (git-ignored): ``--episodes`` episodes of 20 to 119 steps, each
 step a 128x128 PNG camera frame and a 64x64 JPEG wrist frame, a 7-float state, a 7-float
 action, reward, discount, the RLDS booleans and a text instruction (the layout of the
-Open X-Embodiment datasets), in 4 shards. It times, on the same directory:
+Open X-Embodiment datasets), in 4 shards; with ``--no-images`` the steps hold no frames
+(a 32-float state instead: the state-based datasets). It times, on the same directory:
 
 * **episodes**: every episode with its steps decoded: ``tfrecord_lite.tfds``'s
   ``as_dataset("train")`` (steps stacked) against ``tfds.as_numpy`` of TFDS's
@@ -53,14 +54,26 @@ def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def prepare(episodes: int) -> Path:
+def prepare(episodes: int, images: bool = True) -> Path:
     """The dataset directory, prepared by tensorflow-datasets if it is not there yet."""
     import tensorflow_datasets as tfds
 
     F = tfds.features
 
+    frames: dict[str, Any] = (
+        {
+            "image": F.Image(shape=(128, 128, 3)),
+            "wrist_image": F.Image(shape=(64, 64, 3), encoding_format="jpeg"),
+            "state": F.Tensor(shape=(7,), dtype=np.float32),
+        }
+        if images
+        else {"state": F.Tensor(shape=(32,), dtype=np.float32)}
+    )
+
     class BenchRlds(tfds.core.GeneratorBasedBuilder):
         """RLDS-style episodes for the benchmark."""
+
+        name = "bench_rlds" if images else "bench_rlds_state"
 
         VERSION = tfds.core.Version(f"1.0.{episodes}")
         RELEASE_NOTES: ClassVar[dict[str, str]] = {VERSION.__str__(): "Benchmark data."}
@@ -72,15 +85,7 @@ def prepare(episodes: int) -> Path:
                     {
                         "steps": F.Dataset(
                             {
-                                "observation": F.FeaturesDict(
-                                    {
-                                        "image": F.Image(shape=(128, 128, 3)),
-                                        "wrist_image": F.Image(
-                                            shape=(64, 64, 3), encoding_format="jpeg"
-                                        ),
-                                        "state": F.Tensor(shape=(7,), dtype=np.float32),
-                                    }
-                                ),
+                                "observation": F.FeaturesDict(frames),
                                 "action": F.Tensor(shape=(7,), dtype=np.float32),
                                 "reward": F.Scalar(dtype=np.float32),
                                 "discount": F.Scalar(dtype=np.float32),
@@ -112,11 +117,15 @@ def prepare(episodes: int) -> Path:
                     image = np.stack([base, base[::-1], base.T], -1) + noise
                     steps.append(
                         {
-                            "observation": {
-                                "image": image,
-                                "wrist_image": image[::2, ::2].copy(),
-                                "state": rng.normal(size=7).astype(np.float32),
-                            },
+                            "observation": (
+                                {
+                                    "image": image,
+                                    "wrist_image": image[::2, ::2].copy(),
+                                    "state": rng.normal(size=7).astype(np.float32),
+                                }
+                                if images
+                                else {"state": rng.normal(size=32).astype(np.float32)}
+                            ),
                             "action": rng.uniform(-1, 1, 7).astype(np.float32),
                             "reward": np.float32(t == n - 1),
                             "discount": np.float32(1),
@@ -137,6 +146,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=40)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-images", action="store_true", help="steps without camera frames")
     args = ap.parse_args()
 
     import tensorflow as tf
@@ -145,7 +155,7 @@ def main() -> None:
     import tfrecord_lite.tfds as tfds
 
     tf.config.set_visible_devices([], "GPU")
-    path = prepare(args.episodes)
+    path = prepare(args.episodes, images=not args.no_images)
     ours = tfds.builder_from_directory(path)
     theirs = tfds_real.builder_from_directory(str(path))
     steps = sum(len(e["steps"]["is_first"]) for e in ours.as_dataset("train"))
@@ -169,7 +179,7 @@ def main() -> None:
     for fn in (ours_episodes, tfds_episodes, ours_steps, tfds_steps):
         assert fn() == steps, fn.__name__
     print(
-        f"{args.episodes} episodes, {steps:,} steps ({sum(f.stat().st_size for f in path.iterdir()) / 2**20:.1f} MiB), "
+        f"{args.episodes} episodes{' (no images)' if args.no_images else ''}, {steps:,} steps ({sum(f.stat().st_size for f in path.iterdir()) / 2**20:.1f} MiB), "
         f"{os.cpu_count()} cores, tensorflow {tf.__version__}, tensorflow-datasets "
         f"{tfds_real.__version__}, median of {args.reps}"
     )
