@@ -332,3 +332,20 @@ def test_a_bad_frame_names_its_feature_and_record(tmp_path: Path) -> None:
         list(b.as_dataset("test"))
     assert err.value.path is not None and err.value.path.endswith("00000-of-00002")
     assert err.value.index == 0
+
+
+def test_cli_verify_decodes_every_episode(tmp_path: Path) -> None:
+    import tfrecord_lite as tfr
+    from tfrecord_lite.example_pb2 import Example
+
+    data = _copy(tmp_path)
+    shard = data / "tfl_rlds-test.tfrecord-00001-of-00002"
+    (record,) = list(tfr.TFRecordFile(str(shard)))
+    ex = Example.FromString(record)
+    ex.features.feature["steps/reward"].float_list.value.append(0.5)
+    with tfr.TFRecordWriter(str(shard)) as w:
+        w.write(ex.SerializeToString())
+    out = _cli("verify", str(data))
+    assert out.returncode == 1
+    assert "different numbers of steps" in out.stdout + out.stderr
+    assert "00001-of-00002" in out.stdout + out.stderr
