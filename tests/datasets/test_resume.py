@@ -489,3 +489,24 @@ def test_sequence_examples_resume(tmp_path: Any, batched: bool) -> None:
     for k in (1, 5, len(whole) - 1):
         head, rest = _resumed_epoch(make(), k)
         assert head + rest == whole
+
+
+def test_no_state_after_the_epoch_failed(files: list[str]) -> None:
+    def boom(r: bytes) -> bytes:
+        if r == first[5]:
+            raise KeyError("bad record")
+        return r
+
+    first = list(TFRecordDataset(files).iter_epoch(0))
+    it = iter(TFRecordDataset(files).map(boom))
+    state = None
+    with pytest.raises(KeyError):
+        for _ in it:
+            state = it.state_dict()
+    with pytest.raises(ValueError, match="ended with an error"):
+        it.state_dict()
+    assert state is not None  # the last one saved resumes at the failing record
+    again = iter(TFRecordDataset(files).map(boom))
+    again.load_state_dict(state)
+    with pytest.raises(KeyError):
+        next(again)

@@ -57,6 +57,7 @@ class _DatasetIterator:
         self._lock = threading.Lock()
         self._shared = False  # set when two threads met in __next__: take the lock
         self._closed = False
+        self._failed = False  # the epoch ended with an error: no state to give
 
     def __iter__(self) -> _DatasetIterator:
         return self
@@ -90,13 +91,18 @@ class _DatasetIterator:
                 return _COLLIDED
             self._end(it)
             raise
+        except StopIteration:
+            self._end(it, failed=False)
+            raise
         except BaseException:
             self._end(it)
             raise
 
-    def _end(self, it: Iterator[Any]) -> None:
-        """The epoch ends with an error: every thread's next ``__next__`` stops."""
+    def _end(self, it: Iterator[Any], failed: bool = True) -> None:
+        """The epoch ends (with an error unless not ``failed``): every thread's next
+        ``__next__`` stops."""
         self._it = None
+        self._failed = failed
         with contextlib.suppress(ValueError):
             _close(it)
 
@@ -121,6 +127,11 @@ class _DatasetIterator:
             self._shared = True  # from now on every __next__ takes the lock
             if self._closed:
                 raise ValueError("state_dict() of a closed iterator")
+            if self._failed:
+                raise ValueError(
+                    "state_dict() of an iterator whose epoch ended with an error: where it "
+                    "stopped is not a place to resume from; resume from a state saved before"
+                )
             body = {
                 "format": STATE_FORMAT,
                 "version": STATE_VERSION,
@@ -143,7 +154,7 @@ class _DatasetIterator:
         it = self._restart(key, level)
         with self._lock:
             old, self._it = self._it, it
-            self._key, self._level, self._closed = key, level, False
+            self._key, self._level, self._closed, self._failed = key, level, False, False
         _close(old)
         if self._on_load is not None:
             self._on_load(key)
