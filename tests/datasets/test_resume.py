@@ -510,3 +510,33 @@ def test_no_state_after_the_epoch_failed(files: list[str]) -> None:
     again.load_state_dict(state)
     with pytest.raises(KeyError):
         next(again)
+
+
+def test_cache_file_replay_resumes_in_a_new_pipeline(files: list[str], tmp_path: Any) -> None:
+    cache = os.fspath(tmp_path / "cache.bin")
+
+    def make() -> Dataset:
+        return TFRecordDataset(files).shuffle(11, seed=4).parse(FEATURES).cache(cache)
+
+    first = [_canon(x) for x in make()]  # writes the cache file
+    it = iter(make())
+    head = [_canon(next(it)) for _ in range(30)]
+    state = json.loads(json.dumps(it.state_dict()))
+    assert state["state"]["mode"] == "file"
+    assert head + [_canon(x) for x in _load(make(), state)] == first
+    os.remove(cache)
+    with pytest.raises(IteratorStateError, match="gone"):
+        list(_load(make(), state))
+
+
+def test_range_and_list_files_pipelines_resume(files: list[str]) -> None:
+    for make in (
+        lambda: Dataset.range(100).shuffle(30, seed=1).map(lambda v: v * 2).batch(7),
+        lambda: Dataset.list_files(files, seed=3).interleave(
+            lambda f: TFRecordDataset(f).parse(FEATURES), cycle_length=2
+        ),
+    ):
+        whole = [_canon(x) for x in make().iter_epoch(0)]
+        for k in (1, len(whole) // 2, len(whole) - 1):
+            head, rest = _resumed_epoch(make(), k)
+            assert head + rest == whole
