@@ -66,3 +66,25 @@ def test_a_file_of_many_members_reads_every_record(tmp_path: Path) -> None:
     z = zlib.compressobj(6, zlib.DEFLATED, 15)
     (tmp_path / "one.zz").write_bytes(z.compress(tfr.encode_records(recs)) + z.flush())
     assert list(tfr.tf_record_iterator(str(tmp_path / "one.zz"))) == recs
+
+
+def test_after_a_small_member_isal_gives_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ISA-L's per-stream setup costs more than it saves on small members: the members
+    after one under SMALL_MEMBER are inflated with zlib-ng or zlib (same bytes out)."""
+    pytest.importorskip("isal")
+    monkeypatch.setenv("TFRECORD_LITE_DEFLATE_BACKEND", "auto")
+    made: list[str] = []
+    real = _inflate._decompressobj
+
+    def spy(backend: str, wbits: int) -> object:
+        made.append(backend)
+        return real(backend, wbits)
+
+    monkeypatch.setattr(_inflate, "_decompressobj", spy)
+    big = bytes(range(256)) * 1024  # 256 KiB: a member over the bound
+    parts = [big, b"small", b"tiny", big, b"end"]
+    blob = b"".join(gzip.compress(p, mtime=0) for p in parts)
+    restart = lambda offset: blocks(blob[offset:], 1 << 16)  # noqa: E731
+    out = b"".join(_inflate.inflate(blocks(blob, 1 << 16), "GZIP", None, restart))
+    assert out == b"".join(parts)
+    assert made[:2] == ["isal", "isal"] and "isal" not in made[2:], made
