@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from ._errors import TFRecordError
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
 from ._files import PathOrFile, TFRecordOptions
 from ._tables import (
@@ -76,6 +77,9 @@ class _Source:
         self.verify = verify
         self.on_error = on_error
         self.batch_size = batch_size
+        #: The library's error that ended the last read (Polars 1.x hands it on wrapped
+        #: in a ComputeError; read_tfrecord raises this one instead).
+        self.failed: Optional[BaseException] = None
 
     def schema(self) -> Any:
         pl = _polars()
@@ -105,6 +109,7 @@ class _Source:
             limit=n_rows if predicate is None else None,
         )
         left = n_rows
+        self.failed = None
         try:
             for table in tables:
                 df = pl.from_arrow(table, rechunk=False)
@@ -118,6 +123,9 @@ class _Source:
                         return
                     left -= df.height
                 yield df
+        except TFRecordError as err:
+            self.failed = err
+            raise
         finally:
             tables.close()  # the files, when a limit or the consumer stops early
 
@@ -142,9 +150,30 @@ def scan_tfrecord(
     ``sample`` records. Pushed down into the read: the projection (only the
     features a query uses are parsed), the filter (applied to each batch of
     ``batch_size`` records as it is parsed) and the row limit of ``head`` /
-    ``limit`` (reading stops once it is reached). ``compression``, ``verify`` and
-    ``on_error`` are the reader's. Every collect reads the files again.
+    ``limit`` (reading stops once it is reached; after a filter, Polars 2 stops
+    asking for batches once it has the rows, Polars 1.x reads on to the end).
+    ``compression``, ``verify`` and ``on_error`` are the reader's. Every collect
+    reads the files again. A damaged record, or one that does not parse, ends the
+    collect with the library's error (:class:`~tfrecord_lite.DataLossError`,
+    :class:`~tfrecord_lite.ParseError`...) under Polars 2, and with a
+    ``polars.exceptions.ComputeError`` whose message holds it under Polars 1.x.
     """
+    lf, _ = _scan(
+        paths, features, sequence_features, compression, verify, on_error, batch_size, sample
+    )
+    return lf
+
+
+def _scan(
+    paths: Any,
+    features: Optional[Mapping[str, FeatureSpec]],
+    sequence_features: Optional[Mapping[str, FeatureSpec]],
+    compression: Any,
+    verify: bool,
+    on_error: str,
+    batch_size: int,
+    sample: Optional[int],
+) -> tuple[pl.LazyFrame, _Source]:
     _polars()
     from polars.io.plugins import register_io_source
 
@@ -155,7 +184,7 @@ def scan_tfrecord(
     )
     source = _Source(paths, plan, compression, verify, on_error, batch_size)
     lf: pl.LazyFrame = register_io_source(source, schema=source.schema(), **_options())
-    return lf
+    return lf, source
 
 
 def _options() -> dict[str, Any]:
@@ -186,21 +215,15 @@ def read_tfrecord(
     """The records of ``paths`` as one ``polars.DataFrame``.
 
     ``columns`` parses only those features (in that order); ``n_rows`` reads only
-    the first rows. The other arguments are :func:`scan_tfrecord`'s.
+    the first rows. The other arguments are :func:`scan_tfrecord`'s. A read error
+    is raised as the library's error with every Polars version.
     """
     if isinstance(columns, str):
         raise TypeError(f"columns must be a list of feature names, not one string {columns!r}")
     if n_rows is not None and n_rows < 0:
         raise ValueError(f"n_rows must be at least 0, got {n_rows}")
-    lf = scan_tfrecord(
-        paths,
-        features,
-        sequence_features=sequence_features,
-        compression=compression,
-        verify=verify,
-        on_error=on_error,
-        batch_size=batch_size,
-        sample=sample,
+    lf, source = _scan(
+        paths, features, sequence_features, compression, verify, on_error, batch_size, sample
     )
     if columns is not None:
         names = lf.collect_schema().names()
@@ -213,5 +236,10 @@ def read_tfrecord(
         lf = lf.select(list(columns))
     if n_rows is not None:
         lf = lf.head(n_rows)
-    df: pl.DataFrame = lf.collect()
+    try:
+        df: pl.DataFrame = lf.collect()
+    except Exception as err:
+        if source.failed is not None and source.failed is not err:
+            raise source.failed from None  # what Polars 1.x wrapped in a ComputeError
+        raise
     return df
