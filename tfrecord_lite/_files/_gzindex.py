@@ -79,6 +79,8 @@ VERSION = 1
 SPACING = 4 * 1024 * 1024
 #: Bytes hashed at each end of the compressed file to tie an index to it.
 HASH_SPAN = 64 * 1024
+#: Inflated bytes framed at a time while building (small members' outputs joined).
+_FRAME_AT = 256 * 1024
 #: Compressed bytes read at a time while building.
 _READ = 1024 * 1024
 
@@ -146,14 +148,18 @@ class _StdInflater:
     bit_pos = 0
 
     def __init__(self, wbits: int) -> None:
-        self._z = zlib.decompressobj(wbits)
+        self._wbits = wbits
+        self.reset()
+
+    def reset(self) -> None:
+        self._z = zlib.decompressobj(self._wbits)
         self._data = b""
         self._fed = 0
         self.eof = False
 
-    def feed(self, data: bytes) -> None:
-        self._data = data
-        self._fed += len(data)
+    def feed(self, data: bytes, start: int = 0) -> None:
+        self._data = data[start:] if start else data
+        self._fed += len(self._data)
 
     @property
     def pending_input(self) -> int:
@@ -163,8 +169,8 @@ class _StdInflater:
     def consumed(self) -> int:
         return self._fed - len(self._data)
 
-    def unused(self) -> bytes:
-        return self._data
+    def unused(self) -> tuple[bytes, int]:
+        return self._data, 0
 
     def step(self) -> bytes:
         try:
@@ -198,6 +204,8 @@ class _Walker:
         self.early: list[bytes] = []
         self.decoder = RecordDecoder(verify=False, max_record_size=limit)
         self.parts: list[np.ndarray] = []
+        self.pending: list[bytes] = []  # output not framed yet
+        self.pending_size = 0
 
     @property
     def next(self) -> int:
@@ -210,6 +218,21 @@ class _Walker:
         return int(self.decoder.index)
 
     def take(self, piece: bytes) -> None:
+        """Frame ``piece`` (the small outputs of many GZIP members joined first)."""
+        self.pending.append(piece)
+        self.pending_size += len(piece)
+        if self.pending_size >= _FRAME_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Frame what is held."""
+        if self.pending:
+            piece = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
+            self.pending.clear()
+            self.pending_size = 0
+            self._take(piece)
+
+    def _take(self, piece: bytes) -> None:
         if self.head is not None:  # the start of the content: is it another format?
             self.head += piece[: SNIFF_BYTES - len(self.head)]
             if len(self.head) < SNIFF_BYTES:
@@ -233,7 +256,7 @@ class _Walker:
             raise other
         early, self.early = self.early, []
         for piece in early:
-            self.take(piece)
+            self._take(piece)
 
     def _located(self, err: TFRecordError) -> TFRecordError:
         if isinstance(err, RecordTooLargeError):
@@ -252,6 +275,7 @@ class _Walker:
 
     def finish(self) -> np.ndarray:
         """The framed length of every record; an error if the stream ends inside one."""
+        self.flush()
         if self.head is not None:
             self._sniff()
         try:
@@ -320,20 +344,20 @@ def build(path: str, compression: str, spacing: int = SPACING) -> GzIndex:
                 if compression != "GZIP":
                     ended = True
                     break
-                rest = z.unused()
+                rest, at = z.unused()
                 member = comp_base + z.consumed
-                z.close()
-                following = _after_member(f, rest, path, member)
+                following = _after_member(f, rest, at, path, member)
                 if following is None:
                     ended = True
                     break
-                z = _inflater(wbits)
+                z.reset()  # the next member, in the same inflater
                 comp_base = member
-                z.feed(following)
+                z.feed(*following)
                 if out - points[-1].out >= spacing:
                     points.append(SeekPoint(8 * member, out, START))
     z.close()
     if started and not ended:
+        walker.flush()  # (the records before the cut: where it is)
         raise TruncatedRecordError(
             f"the {compression} stream ends before its end marker: the file is truncated",
             path=path,
@@ -366,34 +390,40 @@ def _windowless(path: str, start: int) -> bool:
     return True
 
 
-def _after_member(f: object, rest: bytes, path: str, at: int) -> Optional[bytes]:
-    """What follows a complete GZIP member: the next member's bytes, or None at the
-    end (zero padding allowed, as the readers allow it)."""
+def _after_member(
+    f: object, rest: bytes, at: int, path: str, member: int
+) -> Optional[tuple[bytes, int]]:
+    """What follows a complete GZIP member (``rest[at:]`` and more of ``f``): the next
+    member's bytes, as bytes and where in them it starts, or None at the end (zero
+    padding allowed, as the readers allow it)."""
     read = f.read  # type: ignore[attr-defined]
-    while len(rest) < 2:
-        more = read(_READ)
-        if not more:
-            break
-        rest += more
-    if not rest:
+    if len(rest) - at < 2:
+        rest, at = rest[at:], 0
+        while len(rest) < 2:
+            more = read(_READ)
+            if not more:
+                break
+            rest += more
+    if len(rest) == at:
         return None
-    if rest[:2] == GZIP_MAGIC:
-        return rest
-    if rest == GZIP_MAGIC[:1]:  # the file ends one byte into the next member
+    if rest[at : at + 2] == GZIP_MAGIC:
+        return rest, at
+    if rest[at:] == GZIP_MAGIC[:1]:  # the file ends one byte into the next member
         raise TruncatedRecordError(
-            f"the GZIP stream ends one byte into a member (compressed byte {at}): the file "
-            "is truncated",
+            f"the GZIP stream ends one byte into a member (compressed byte {member}): the "
+            "file is truncated",
             path=path,
         )
-    if rest[0] == 0:
+    if rest[at] == 0:
+        tail = rest[at:]
         while True:
-            if rest.strip(b"\x00"):
+            if tail.strip(b"\x00"):
                 break
-            rest = read(_READ)
-            if not rest:
+            tail = read(_READ)
+            if not tail:
                 return None
     raise CompressionError(
-        f"unexpected bytes after the end of a GZIP member (compressed byte {at}): "
+        f"unexpected bytes after the end of a GZIP member (compressed byte {member}): "
         "not a gzip member; the file is damaged",
         path=path,
     )

@@ -118,22 +118,33 @@ class BlockInflater:
         self._live = True
         self._out = ctypes.create_string_buffer(out_size)
         self._out_size = out_size
-        self._in: Any = None
-        self._in_len = 0
-        self._in_base = 0  # bytes fed before the current input buffer
+        self._data = b""  # the bytes fed last (kept alive: next_in points into them)
+        self._fed = 0  # bytes fed since the stream started
         self.eof = False
         self.at_block = False
         self.bit_pos = 0
 
-    def feed(self, data: bytes) -> None:
-        """Give the next compressed bytes (only once the previous ones are used up)."""
+    def reset(self) -> None:
+        """Start a new stream (the next GZIP member), keeping the buffers."""
+        if self._lib.inflateReset(ctypes.byref(self._strm)) != Z_OK:
+            raise ZlibError("inflateReset failed")
+        self._strm.avail_in = 0
+        self._data = b""
+        self._fed = 0
+        self.eof = False
+        self.at_block = False
+        self.bit_pos = 0
+
+    def feed(self, data: bytes, start: int = 0) -> None:
+        """Give the next compressed bytes, ``data[start:]`` (not copied), once the
+        previous ones are used up."""
         if self._strm.avail_in:
             raise ZlibError("feed() before the previous input was used")
-        self._in_base += self._in_len
-        self._in = ctypes.create_string_buffer(data, len(data))
-        self._in_len = len(data)
-        self._strm.next_in = ctypes.addressof(self._in)
-        self._strm.avail_in = len(data)
+        self._data = data
+        base = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
+        self._strm.next_in = base + start
+        self._strm.avail_in = len(data) - start
+        self._fed += len(data) - start
 
     @property
     def pending_input(self) -> int:
@@ -142,16 +153,13 @@ class BlockInflater:
 
     @property
     def consumed(self) -> int:
-        """Compressed bytes used since the first feed."""
-        return self._in_base + self._in_len - int(self._strm.avail_in)
+        """Compressed bytes used since the stream started."""
+        return self._fed - int(self._strm.avail_in)
 
-    def unused(self) -> bytes:
-        """The bytes fed and not used (after the end of the stream: what follows it)."""
-        left = int(self._strm.avail_in)
-        if not left or self._in is None:
-            return b""
-        tail: bytes = self._in.raw[self._in_len - left : self._in_len]
-        return tail
+    def unused(self) -> tuple[bytes, int]:
+        """The bytes fed and not used (after the end of the stream: what follows it),
+        as the bytes fed last and where in them the unused ones start."""
+        return self._data, len(self._data) - int(self._strm.avail_in)
 
     def step(self) -> bytes:
         """Inflate up to the next block boundary (or a full output buffer); the output."""
