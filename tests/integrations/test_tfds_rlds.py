@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tfrecord_lite as tfr
 import tfrecord_lite.tfds as tfds
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -97,9 +98,13 @@ def test_episode_values(rlds: tfds.Builder) -> None:
     one = episodes[0]["steps"]
     assert one["action"].shape == (1, 4) and one["is_first"].tolist() == [True]
     assert one["is_last"].tolist() == [True]
+    contacts = steps["contacts"]  # 0 to 2 points a step: one ragged row per step
+    assert isinstance(contacts, tfr.RaggedValue) and len(contacts) == 8
+    assert contacts.values.shape[1:] == (2,) and contacts.values.dtype == np.float32
     empty = episodes[5]["steps"]
     assert empty["observation"]["image"].shape == (0, 12, 16, 3)
     assert empty["action"].shape == (0, 4) and empty["language_instruction"].shape == (0,)
+    assert len(empty["contacts"]) == 0
 
 
 def test_data_source_by_episode(rlds: tfds.Builder, tmp_path: Path) -> None:
@@ -154,6 +159,9 @@ def test_as_steps_flattens_every_episode_in_order(rlds: tfds.Builder) -> None:
         assert s["language_instruction"] == want["language_instruction"][t]
         assert type(s["language_instruction"]) is bytes
         assert type(s["episode_index"]) is np.int64
+        # a list per step (a Sequence in the steps): that step's row of TFDS's ragged value
+        assert s["contacts"].dtype == np.float32 and s["contacts"].shape[1:] == (2,)
+        assert s["contacts"].tolist() == want["contacts"][1][t]
 
 
 def test_as_steps_with_episode_features_and_batching(rlds: tfds.Builder) -> None:

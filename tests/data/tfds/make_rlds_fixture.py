@@ -9,13 +9,15 @@ Run from the repository root with the interop environment::
 It writes ``OUT/tfl_rlds/1.0.0/`` as ``download_and_prepare`` lays it out, and
 ``OUT/reference/tfl_rlds-<split>.json``: every episode of
 ``tfds.as_numpy(builder.as_dataset(split))`` with its ``steps`` dataset stacked
-(each step feature an array with the step as first axis; an empty episode stacks
-to arrays of length 0 shaped by the dataset's element spec), in the format of
+(each step feature an array with the step as first axis, a ragged one for a list per
+step; an empty episode stacks to arrays of length 0 shaped by the dataset's element
+spec), in the format of
 ``make_tfds_fixtures.encode_leaf``.
 
 The episodes have 5, 1, 3, 0, 8 and 2 steps (train, two shards) and 4 and 1 (test);
 each step holds a PNG and a JPEG image, float vectors, a float and booleans (the
-RLDS step fields), a text instruction and a nested observation dict; each episode
+RLDS step fields), a text instruction, a list of contact points (a ``Sequence`` in the
+steps: 0 to 2 per step) and a nested observation dict; each episode
 holds metadata (text, int, bool, a float vector). Deterministic apart from the
 generation timestamps TFDS stores; ``tests/interop/test_tfds_rlds_interop.py``
 regenerates it and compares.
@@ -85,6 +87,7 @@ class TflRlds(tfds.core.GeneratorBasedBuilder):
                             "is_terminal": F.Scalar(dtype=np.bool_),
                             "language_instruction": F.Text(),
                             "gripper": F.ClassLabel(names=["open", "closed"]),
+                            "contacts": F.Sequence(F.Tensor(shape=(2,), dtype=np.float32)),
                         }
                     ),
                     "episode_metadata": F.FeaturesDict(
@@ -126,6 +129,7 @@ class TflRlds(tfds.core.GeneratorBasedBuilder):
                     "is_terminal": t == n - 1 and e % 2 == 0,
                     "language_instruction": text,
                     "gripper": int(rng.integers(0, 2)),
+                    "contacts": rng.normal(size=(int(rng.integers(0, 3)), 2)).astype(np.float32),
                 }
                 for t in range(n)
             ]
@@ -153,11 +157,20 @@ def _empty(spec: Any) -> Any:
 
 
 def stack_steps(steps: list[Any], spec: Any) -> Any:
-    """TFDS's steps (one dict per step) -> one dict of arrays with the step first."""
-    if not steps:
-        return _empty(spec)
+    """TFDS's steps (one dict per step) -> one dict of arrays with the step first.
+
+    A feature holding a list per step (a ``Sequence`` in the steps) stacks to a
+    ``tf.RaggedTensor`` of one row per step.
+    """
     if isinstance(spec, dict):
         return {k: stack_steps([s[k] for s in steps], spec[k]) for k in spec}
+    if spec.shape.rank and spec.shape[0] is None:
+        inner = [0, *spec.shape.as_list()[1:]]
+        dtype = spec.dtype.as_numpy_dtype
+        values = np.concatenate(steps) if steps else np.zeros(inner, dtype=dtype)
+        return tf.RaggedTensor.from_row_lengths(values, [len(s) for s in steps])
+    if not steps:
+        return _empty(spec)
     if isinstance(steps[0], bytes):
         out = np.empty(len(steps), dtype=object)
         out[:] = steps
