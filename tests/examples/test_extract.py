@@ -380,7 +380,7 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "auto")
     assert _kernels.wait()  # auto takes the kernels once they are loaded
     rng = random.Random(8)
-    # records of many lengths (auto leaves a batch mostly of one length to numpy)
+    # records of many lengths (auto leaves a batch of one layout to numpy)
     specs = {"a": tfr.VarLenFeature(tfr.int64), "b": tfr.VarLenFeature(tfr.string)}
     for _ in range(20):
         records = [
@@ -422,22 +422,47 @@ def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
 
 
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
-def test_auto_leaves_records_of_one_layout_to_the_numpy_engine(monkeypatch: Any) -> None:
+def test_auto_picks_the_engine_by_layout_not_length(monkeypatch: Any) -> None:
+    # Issue 36, item 2: the three shapes of real tabular data (benchmarks/data.py makes
+    # each; python -m benchmarks.bench_parse_engines times auto against both engines).
+    from benchmarks import data
+
     monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
     assert _kernels.wait()
-    n = _jit.JIT_MIN_RECORDS * 2
-    same = [
-        tfr.encode_example({"image": bytes([i % 256]) * 784, "label": [i % 10]}) for i in range(n)
-    ]
-    mixed = [tfr.encode_example({"a": list(range(i % 7)), "b": b"x" * (i % 5)}) for i in range(n)]
-    assert _jit.engine_for(same) == "numpy"
-    assert _jit.engine_for(mixed) == "jit"
-    # exactly half of one length still counts as one layout; a forced engine is kept
-    assert _jit.engine_for(same[: n // 2] + mixed[n // 2 :]) == "numpy"
+    n = 1024
+    mnist = data.mnist_records(data.mnist_arrays(n))  # one layout, one length
+    tabular = data.tabular_records(n)[0]  # one layout, varints of several widths
+    taxi = data.taxi_records(n)[0]  # values missing: many lengths
+    transformed = data.transformed_records(n)[0]  # values missing, key order per record
+    # tf.Transform output as issue 36 met it: 72% of the records of one length (scaled
+    # floats, vocabulary ids), but each record's keys in its own order
+    rng = random.Random(2)
+    tft = []
+    for i in range(n):
+        row = {f"f{k:02d}_xf": [rng.random()] for k in range(20)}
+        row |= {f"c{k}_xf": [rng.randrange(100)] for k in range(4)}
+        if i % 100 >= 72:
+            del row[f"f{i % 20:02d}_xf"]
+        keys = list(row)
+        rng.shuffle(keys)
+        tft.append(tfr.encode_example({k: row[k] for k in keys}))
+    lengths = np.bincount([len(r) for r in tft])
+    assert lengths.max() >= 0.7 * n  # (what the length rule left to numpy)
+    assert _jit.engine_for(mnist) == "numpy"  # the equal-layout path: columns cut whole
+    assert _jit.engine_for(tabular) == "jit"
+    assert _jit.engine_for(taxi) == "jit"
+    assert _jit.engine_for(transformed) == "jit"
+    assert _jit.engine_for(tft) == "jit"
+    full = [r for i, r in enumerate(tft) if i % 100 < 72]  # every record of one length
+    assert len({len(r) for r in full}) == 1
+    assert _jit.engine_for(full) == "jit"  # (the layout differs: keys in another order)
+    for records in (mnist, tabular, taxi, transformed, tft):  # batch 256 the same
+        assert _jit.engine_for(records[:256]) == _jit.engine_for(records)
+    # a forced engine is kept
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
-    assert _jit.engine_for(same) == "jit"
+    assert _jit.engine_for(mnist) == "jit"
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
-    assert _jit.engine_for(mixed) == "numpy"
+    assert _jit.engine_for(taxi) == "numpy"
 
 
 def test_import_compiles_nothing() -> None:

@@ -106,14 +106,18 @@ def _settle_heap() -> None:
 
 
 def extract(
-    records: Sequence[bytes], needed: Mapping[str, DType], table: Optional[KeyTable] = None
+    records: Sequence[bytes],
+    needed: Mapping[str, DType],
+    table: Optional[KeyTable] = None,
+    lengths: Optional[np.ndarray] = None,
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
     """Extract ``needed`` keys from every record the vectorized paths can read.
 
     Returns ``(handled, columns)``: ``handled`` is a bool mask over the records and
     each column covers the handled records, in order. ``None`` when nothing was
     handled (the caller then runs the generic path on everything). ``table``: the
-    compiled :class:`KeyTable` of ``needed`` (a parse plan keeps one), else built here.
+    compiled :class:`KeyTable` of ``needed`` (a parse plan keeps one), else built here;
+    ``lengths``: the records' lengths, where the caller has them.
     """
     n = len(records)
     if n < MIN_BATCH or not enabled():
@@ -122,7 +126,8 @@ def extract(
         _settle_heap()
     if table is None:
         table = key_table(needed)
-    lengths = _record_lengths(records)
+    if lengths is None:
+        lengths = _record_lengths(records)
     if int(lengths.sum()) <= WINDOW_BYTES:
         return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined

@@ -51,12 +51,18 @@ class _Layout(NamedTuple):
 _Regions = dict[str, tuple[Optional[str], list[tuple[int, int]]]]
 
 
+#: Records of more features than this are left to the entry walk.
+LAYOUT_MAX_KEYS = 512
+
+
 def _regions(record: bytes) -> _Regions:
     """Parse one record fully: per key, its kind and the (start, length) of each payload.
 
     A payload is a BytesList item or the one packed chunk of a number list; an
     empty ``Feature()`` has kind None. Raises :class:`_GiveUp` on anything this
-    module leaves to the generic path (see the module docstring).
+    module leaves to the generic path (see the module docstring), and on records of
+    more than :data:`LAYOUT_MAX_KEYS` features (the entry walk reads those faster:
+    a template is parsed here in Python, and its columns are cut key by key).
     """
     end = len(record)
     regions: _Regions = {}
@@ -67,7 +73,7 @@ def _regions(record: bytes) -> _Regions:
         if pos + flen != end:
             raise _GiveUp
         while pos < end:
-            if record[pos] != 0x0A:
+            if record[pos] != 0x0A or len(regions) >= LAYOUT_MAX_KEYS:
                 raise _GiveUp
             elen, pos = _varint(record, pos + 1, end)
             eend = pos + elen
@@ -227,3 +233,59 @@ def _packed_widths(rows: np.ndarray, layout: _Layout, fits: np.ndarray) -> dict[
             if not widths[start]:  # (else every list holds whole varints)
                 fits &= _packed_varints_ok(block.reshape(-1), np.full(len(rows), length, np.int64))
     return widths
+
+
+#: Records :func:`shares_layout` compares with the template (spread over the batch).
+LAYOUT_SAMPLE = 8
+#: The share of a batch that must have the first record's length.
+LAYOUT_SHARE = 0.95
+#: The structural runs of the layout :func:`shares_layout` found last (one writer's
+#: files: the next batch's too): its length and per run of structural bytes
+#: ``(start, end, bytes)``.
+_last_runs: Optional[tuple[int, list[tuple[int, int, bytes]]]] = None
+
+
+def _follows(record: bytes, runs: list[tuple[int, int, bytes]]) -> bool:
+    return all(record[a:b] == t for a, b, t in runs)
+
+
+def _runs_of(record: bytes) -> list[tuple[int, int, bytes]]:
+    """The runs of structural bytes of ``record`` 's layout (a previous batch's where
+    ``record`` follows it); :class:`_GiveUp` as :func:`_layout`."""
+    global _last_runs
+    last = _last_runs
+    if last is not None and last[0] == len(record) and _follows(record, last[1]):
+        return last[1]
+    struct = _layout(bytes(record)).struct
+    cuts = np.flatnonzero(np.diff(struct) != 1) + 1
+    runs = [
+        (int(run[0]), int(run[-1]) + 1, bytes(record[int(run[0]) : int(run[-1]) + 1]))
+        for run in np.split(struct, cuts)
+        if len(run)
+    ]
+    _last_runs = (len(record), runs)
+    return runs
+
+
+def shares_layout(records: Sequence[bytes], lengths: np.ndarray) -> bool:
+    """Whether a batch follows one layout: :data:`LAYOUT_SHARE` of its records have
+    the first record's length, and a sample of those (:data:`LAYOUT_SAMPLE`, spread
+    over the batch) all have its structural bytes (tags, lengths, keys, in one order).
+
+    What the equal-layout path cuts whole columns from in one pass. Records of one
+    length whose keys come in another order per record (tf.Transform output) do not
+    count, nor a batch split between lengths (varints of several widths: the
+    equal-layout path then runs a template per length and walks the rest).
+    """
+    n = len(records)
+    if not n:
+        return False
+    first = int(lengths[0])
+    if np.count_nonzero(lengths == first) < LAYOUT_SHARE * n:
+        return False
+    try:
+        runs = _runs_of(records[0])
+    except _GiveUp:
+        return False
+    step = max(1, n // LAYOUT_SAMPLE)
+    return all(_follows(records[i], runs) for i in range(step, n, step) if int(lengths[i]) == first)

@@ -65,7 +65,7 @@ from .. import example_pb2
 from .._errors import ParseError
 from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
-from ._extract import extract
+from ._extract import _record_lengths, extract
 from ._extracted import MIN_BATCH, enabled, merge_columns
 from ._floats import float_values
 from ._hints import missing_hint, record_keys, with_hint
@@ -330,10 +330,11 @@ def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[s
     needed = plan.needed
     fast = None
     if needed and n and enabled():
-        if engine_for(records) == "jit":
+        lengths = _record_lengths(records) if n >= MIN_BATCH else None
+        if engine_for(records, lengths) == "jit":
             fast = jit_extract(records, plan.jit_table)
         if fast is None and n >= MIN_BATCH:
-            fast = extract(records, needed, table=plan.table)
+            fast = extract(records, needed, table=plan.table, lengths=lengths)
     if fast is None:
         maps = [ex.features.feature for ex in _decode(records, where, example_pb2.Example)]
         return extract_columns(maps, needed, where)

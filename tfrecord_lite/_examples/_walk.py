@@ -75,19 +75,99 @@ def _owner_major(
     return tuple(out)
 
 
-def _walk_fields(
+#: The lockstep walk hands the regions still going to :func:`_walk_rest` once this
+#: many steps are done and no more than :data:`REST_REGIONS` regions are left.
+REST_AFTER = 32
+REST_REGIONS = 16
+
+
+class _Bad(Exception):
+    """A field :func:`_walk_rest` cannot read (the reference path words it)."""
+
+
+def _long_length(buf: bytes, p: int) -> tuple[int, int]:
+    """The length prefix at ``buf[p]`` of 2 to :data:`MAX_LENGTH_LEN` bytes: (length,
+    position after it); :class:`_Bad` where it is longer."""
+    n, shift, q = 0, 0, p
+    while q - p < MAX_LENGTH_LEN:
+        b = buf[q]
+        n |= (b & 0x7F) << shift
+        q += 1
+        if b < 0x80:
+            return n, q
+        shift += 7
+    raise _Bad
+
+
+def _walk_rest(
     data: np.ndarray, act: np.ndarray, cur: np.ndarray, lim: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rest of a few long regions, each walked field by field in one Python loop:
+    (owners, payload starts, payload ends), region after region.
+
+    A step of the lockstep walk costs some NumPy calls whatever the number of
+    regions it reads, so a few records of many fields (a record of 200,000 tiny
+    features) would take a step per field; here a field costs a few byte reads.
+    """
+    owners: list[np.ndarray] = []
+    spans: list[np.ndarray] = []
+    for a, c, e in zip(act.tolist(), cur.tolist(), lim.tolist()):
+        buf = data[c:e].tobytes()
+        pos, end = 0, e - c
+        found: list[int] = []
+        add = found.append
+        try:
+            while pos < end:
+                if buf[pos] != 0x0A:
+                    raise _Bad
+                n = buf[pos + 1]
+                p = pos + 2
+                if n >= 0x80:
+                    n, p = _long_length(buf, pos + 1)
+                pos = p + n
+                if pos > end:
+                    raise _Bad
+                add(p)
+                add(pos)
+        except (_Bad, IndexError):
+            ok[a] = False
+            continue
+        span = np.array(found, dtype=np.int64).reshape(-1, 2) + c
+        owners.append(np.full(len(span), a, dtype=np.int64))
+        spans.append(span)
+    if not spans:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    span = np.concatenate(spans)
+    return np.concatenate(owners), span[:, 0], span[:, 1]
+
+
+def _walk_fields(
+    data: np.ndarray,
+    act: np.ndarray,
+    cur: np.ndarray,
+    lim: np.ndarray,
+    ok: np.ndarray,
+    ordered: bool = True,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Walk regions ``cur[i]..lim[i]`` of fields 1 (tag 0x0A, length-delimited) in lockstep.
 
     Step k reads the k-th field of every region still going: returns, per step,
     the owners (``act`` values) and payload starts and ends. An owner whose region
     holds anything else, or a field running past its end, is marked in ``ok``.
+    With ``ordered=False`` (the caller needs each field once, in no order of steps),
+    the fields of a few long regions come last, all in one part (:func:`_walk_rest`).
     """
     owners: list[np.ndarray] = []
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
     while len(act):
+        if not ordered and len(owners) >= REST_AFTER and len(act) <= REST_REGIONS:
+            rest = _walk_rest(data, act, cur, lim, ok)
+            owners.append(rest[0])
+            starts.append(rest[1])
+            ends.append(rest[2])
+            break
         tag_ok = data.take(cur) == 0x0A
         s, e, fits = _length_field(data, cur + 1, lim)
         good = tag_ok & fits
@@ -223,7 +303,7 @@ def _walk_features(
     malformed are marked in ``ok``.
     """
     act = np.flatnonzero(ok & (fs < fe))
-    owners, starts, ends = _walk_fields(data, act, fs[act], fe[act], ok)
+    owners, starts, ends = _walk_fields(data, act, fs[act], fe[act], ok, ordered=False)
     if not owners:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z
