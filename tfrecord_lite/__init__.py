@@ -37,7 +37,8 @@ unit                                            what it holds
                                                 salvage, index files, sharded writing
 ``_record/``                                    the record format: framing, CRC, scanning,
                                                 resync (bytes in, bytes out: no I/O)
-``_errors``, ``_version``, ``_installed``       exceptions, the version, the install check
+``_errors``, ``_version``, ``_installed``,      exceptions, the version, the install check,
+``_settings``                                   the settings (every environment variable)
 ``example_pb2``, ``feature_pb2``,               generated protobuf messages (a private proto
 ``tensor_pb2``                                  package, so they coexist with TensorFlow's)
 ==============================================  ==============================================
@@ -145,6 +146,7 @@ from ._record import (
     masked_crc32c,
 )
 from ._record import crc32c_checksum as crc32c
+from ._settings import options
 from ._version import __version__
 
 __all__ = [
@@ -227,6 +229,7 @@ __all__ = [
     "make_sequence_example",
     "masked_crc32c",
     "open",
+    "options",
     "parse_example",
     "parse_sequence_example",
     "parse_single_example",

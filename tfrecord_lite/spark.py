@@ -54,11 +54,11 @@ SequenceExample feature lists) and ``storage_options``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from . import _settings
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
 from ._tables import (
     DEFAULT_BATCH_SIZE,
@@ -91,8 +91,6 @@ __all__ = [
 
 #: The name the data source is registered under: ``spark.read.format("tfrecord")``.
 FORMAT = "tfrecord"
-#: The environment variable that caps the threads GZIP/ZLIB use (see ``read``).
-THREADS_ENV = "TFRECORD_LITE_THREADS"
 
 
 def _pyspark_datasource() -> Any:
@@ -224,11 +222,11 @@ class _Reader(_ReaderBase):  # type: ignore[misc]
         """The partition's records as Arrow record batches of Spark's column types.
 
         Runs in a Spark Python worker, one of the processes Spark already runs per
-        core: unless its environment says otherwise, GZIP/ZLIB inflate in the calling
-        thread there (``TFRECORD_LITE_THREADS=1``) rather than in threads that would
-        compete with the other workers.
+        core: unless its environment says otherwise (``TFRECORD_LITE_THREADS``),
+        GZIP/ZLIB inflate in the calling thread there (``threads=1``) rather than in
+        threads that would compete with the other workers.
         """
-        os.environ.setdefault(THREADS_ENV, "1")
+        _settings.set_process_default("threads", 1)
         for piece in partition.pieces:
             for table in self.reader.tables(piece):
                 yield from table.cast(self.arrow_schema).to_batches()

@@ -47,8 +47,8 @@ class Layer:
 LAYERS: list[Layer] = [
     Layer("generated protobuf messages", ("example_pb2", "feature_pb2", "tensor_pb2")),
     Layer(
-        "errors, the version and the install check, used by every layer",
-        ("_errors", "_version", "_installed"),
+        "errors, the version, the install check and the settings, used by every layer",
+        ("_errors", "_version", "_installed", "_settings"),
     ),
     Layer("the record format: constants, CRC, framing, scanning, resync (no I/O)", ("_record",)),
     Layer(

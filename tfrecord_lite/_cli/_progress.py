@@ -12,11 +12,12 @@ do not collide with the bar.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
 from typing import IO, Any, Optional
+
+from .. import _settings
 
 __all__ = ["Progress", "progress"]
 
@@ -200,8 +201,8 @@ def progress(
     environment variable ``TFRECORD_LITE_PROGRESS`` is not ``0``; ``1`` forces
     it on, for tests). ``unit="B"`` prints byte counts with k/M/G prefixes.
     """
-    env = os.environ.get("TFRECORD_LITE_PROGRESS", "")
-    enabled = not quiet and env != "0" and (env == "1" or _stderr_is_tty())
+    forced = _settings.progress()  # True, False or None (auto)
+    enabled = not quiet and forced is not False and (forced is True or _stderr_is_tty())
     if not enabled:
         return Progress(total, desc=desc, unit=unit, enabled=False)
     try:

@@ -23,12 +23,12 @@ forces a backend (read at each decode).
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any, Optional
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import _settings
 from .._errors import ParseError
 from ._pillow import INSTALL_HINT, _load, _open
 from ._pixels import _as_hwc, _to_channels
@@ -63,11 +63,7 @@ def jpeg_backend() -> str:
     ``TFRECORD_LITE_JPEG_BACKEND=pillow`` forces Pillow; ``=simplejpeg`` requires
     simplejpeg (ImportError with the install line when it is missing).
     """
-    forced = os.environ.get(JPEG_BACKEND_ENV_VAR, "").strip().lower()
-    if forced and forced not in JPEG_BACKENDS:
-        raise ValueError(
-            f"{JPEG_BACKEND_ENV_VAR}={forced!r}: expected one of {', '.join(JPEG_BACKENDS)}"
-        )
+    forced = _settings.jpeg_backend()  # checked there: auto, pillow or simplejpeg
     if forced == "pillow":
         return "pillow"
     if _simplejpeg() is not None:

@@ -13,9 +13,10 @@ included) reads. So the encoder is ours to choose:
              the same level, deflate 1.6-2.7x and inflate 1.2-2x faster
 ``zlib``     the standard library: the exact bytes TensorFlow writes
 
-``TFRECORD_LITE_DEFLATE_BACKEND`` (read each time a writer or reader is created)
-chooses: ``auto`` (default), ``isal``, ``zlib-ng`` or ``zlib``. Naming a backend
-that is not installed is an ``ImportError`` with the line that installs it.
+``TFRECORD_LITE_DEFLATE_BACKEND`` or ``tfr.options(deflate_backend=...)`` (read each
+time a writer or reader is created) chooses: ``auto`` (default), ``isal``, ``zlib-ng``
+or ``zlib``. Naming a backend that is not installed is an ``ImportError`` with the
+line that installs it.
 ``zlib`` gives the bytes ``tf.io.TFRecordWriter`` writes, byte for byte.
 
 ``auto`` keeps files as small as TensorFlow's (within 3%) and writes them as
@@ -70,6 +71,7 @@ import os
 import zlib
 from typing import Any, Optional
 
+from .. import _settings
 from ._deflate_parallel import ChunkedDeflate, raw_bits
 
 __all__ = [
@@ -90,7 +92,7 @@ __all__ = [
 #: Inflaters ``auto`` picks from, fastest first (zlib-ng, when installed, before zlib).
 BACKEND_ORDER = ("isal", "zlib-ng", "zlib")
 KNOWN = ("isal", "zlib-ng", "zlib")
-ENV_VAR = "TFRECORD_LITE_DEFLATE_BACKEND"
+ENV_VAR = _settings.SETTINGS["deflate_backend"].variable
 _INSTALL = {
     "isal": 'pip install "tfrecord-lite-np[fast]"  (or: pip install isal)',
     "zlib-ng": "pip install zlib-ng",
@@ -131,24 +133,21 @@ def available_deflate_backends() -> list[str]:
 
 
 def configured_backend() -> str:
-    """``TFRECORD_LITE_DEFLATE_BACKEND`` checked: ``auto`` (unset) or an installed backend.
+    """The backend asked for (``tfr.options(deflate_backend=...)``, else
+    ``TFRECORD_LITE_DEFLATE_BACKEND``) checked: ``auto`` (unset) or an installed backend.
 
     A backend named there but not installed raises ``ImportError``; an unknown
     name ``ValueError``.
     """
-    forced = os.environ.get(ENV_VAR, "").strip().lower()
-    if not forced or forced == "auto":
+    forced = _settings.deflate_backend()  # checked there: auto or a known name
+    if forced == "auto":
         return "auto"
-    if forced not in KNOWN:
-        raise ValueError(
-            f"{ENV_VAR}={forced!r} is not a deflate backend; expected auto or one of "
-            f"{', '.join(KNOWN)}"
-        )
     try:
         _module(forced)
     except ImportError:
         raise ImportError(
-            f"{ENV_VAR}={forced} but {forced} is not installed: {_INSTALL[forced]}"
+            f"the deflate backend {forced} was asked for ({ENV_VAR} or "
+            f"tfr.options(deflate_backend=...)) but is not installed: {_INSTALL[forced]}"
         ) from None
     return forced
 
@@ -431,11 +430,12 @@ class _ZlibHeader:
 
 
 #: Caps the threads compression may use (``1``: none besides the caller's own).
-THREADS_ENV = "TFRECORD_LITE_THREADS"
+THREADS_ENV = _settings.SETTINGS["threads"].variable
 
 
 def _cores() -> int:
-    """The cores this process may run on, capped by ``TFRECORD_LITE_THREADS`` when set.
+    """The cores this process may run on, capped by the ``threads`` setting when set
+    (``tfr.options(threads=...)``, else ``TFRECORD_LITE_THREADS``).
 
     Processes that already fill every core (DataLoader workers, Ray or Dask tasks)
     can set it to 1: GZIP/ZLIB then inflate and deflate in the calling thread.
@@ -444,16 +444,5 @@ def _cores() -> int:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         n = os.cpu_count() or 1
-    cap = os.environ.get(THREADS_ENV, "").strip()
-    if cap:
-        try:
-            limit = int(cap)
-        except ValueError:
-            limit = 0
-        if limit < 1:
-            raise ValueError(
-                f"{THREADS_ENV}={cap!r}: expected a whole number of threads, at least 1 "
-                "(1: GZIP/ZLIB start no threads of their own)"
-            )
-        n = min(n, limit)
-    return n
+    limit = _settings.threads()
+    return n if limit is None else min(n, limit)

@@ -28,12 +28,13 @@ wrap differently across platforms.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import warnings
 from typing import Callable, Optional, Union
 
 import numpy as np
+
+from .. import _settings
 
 __all__ = [
     "MASK_DELTA",
@@ -189,7 +190,7 @@ def available_crc_backends() -> list[str]:
 
 
 def _select() -> tuple[str, CrcFunction]:
-    forced = os.environ.get(ENV_VAR, "").strip()
+    forced = _settings.crc_backend()
     if forced:
         return forced, get_crc_function(forced)
     for name in BACKEND_ORDER:

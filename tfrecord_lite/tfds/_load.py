@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any, Optional, Union
 
+from .. import _settings
 from ._builder import Builder, ReadConfig
 from ._dataset_info import DatasetNotFoundError
 from ._source import DataSource
@@ -22,7 +23,7 @@ def builder_from_directory(builder_dir: Union[str, os.PathLike[str]]) -> Builder
 
 def default_data_dir() -> str:
     """``$TFDS_DATA_DIR``, else ``~/tensorflow_datasets`` (TFDS's default)."""
-    return os.path.expanduser(os.environ.get("TFDS_DATA_DIR") or "~/tensorflow_datasets")
+    return _settings.tfds_data_dir()
 
 
 _NAME = re.compile(

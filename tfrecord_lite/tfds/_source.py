@@ -16,6 +16,7 @@ from typing import Any, Optional, Protocol
 
 import numpy as np
 
+from .. import _settings
 from .._errors import ParseError
 from .._files import (
     StaleIndexError,
@@ -102,11 +103,7 @@ def _cached_index(path: str, index_dir: Optional[str], rebuild: bool = False) ->
 
 
 def _cache_dir() -> str:
-    env = os.environ.get("TFRECORD_LITE_CACHE_DIR")
-    if env:
-        return os.path.join(os.path.expanduser(env), "tfds")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tfrecord_lite", "tfds")
+    return os.path.join(_settings.cache_dir(), "tfds")
 
 
 class DataSource(_Seq[Any]):
