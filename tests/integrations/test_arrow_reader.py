@@ -115,6 +115,8 @@ def test_unknown_columns_are_named(data: Path) -> None:
         tfa.record_batch_reader(data, FEATURES, columns=["label", "nope"])
     with pytest.raises(TypeError, match="not one string"):
         tfa.record_batch_reader(data, FEATURES, columns="label")
+    with pytest.raises(ValueError, match="names no feature"):  # not batches of 0 rows
+        tfa.record_batch_reader(data, FEATURES, columns=[])
     with pytest.raises(ValueError, match="batch_size"):
         tfa.record_batch_reader(data, FEATURES, batch_size=0)
 

@@ -30,14 +30,19 @@ def projected_plan(
 ) -> ReadPlan:
     """``plan`` narrowed to ``columns`` (in their order), so only those features are parsed.
 
-    ``None`` keeps every column. A name the plan does not have is a ``KeyError``
-    naming the columns there are.
+    ``None`` keeps every column; an empty list is a ``ValueError``. A name the plan
+    does not have is a ``KeyError`` naming the columns there are.
     """
     if columns is None:
         return plan
     if isinstance(columns, str):
         raise TypeError(f"{who} must be a list of feature names, not one string {columns!r}")
     wanted = list(dict.fromkeys(columns))
+    if not wanted:
+        raise ValueError(
+            f"{who} names no feature: a table of no columns cannot hold its rows; "
+            f"pass {who}=None for every feature, or name at least one"
+        )
     known = [*plan.features, *plan.sequence_features]
     unknown = [c for c in wanted if c not in known]
     if unknown:
