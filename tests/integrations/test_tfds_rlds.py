@@ -173,6 +173,13 @@ def test_as_steps_with_episode_features_and_batching(rlds: tfds.Builder) -> None
     assert batches[0]["episode_index"].tolist() == [0, 1, 1, 2]
     shuffled = list(rlds.as_steps("train").shuffle(64, seed=1))
     assert len(shuffled) == 19
+    config = tfds.ReadConfig(shuffle_seed=3, interleave_cycle_length=1)
+    by_file = list(rlds.as_steps("train", shuffle_files=True, read_config=config))
+    order = list(rlds.as_dataset("train", shuffle_files=True, read_config=config))
+    lengths = [len(e["steps"]["is_first"]) for e in order]
+    assert lengths != LENGTHS["train"]  # the two shards swapped: another episode order
+    expected = [(e, t) for e, n in enumerate(lengths) for t in range(n)]
+    assert [(int(s["episode_index"]), int(s["step_index"])) for s in by_file] == expected
 
 
 def test_as_steps_refuses_what_it_cannot_flatten(rlds: tfds.Builder) -> None:

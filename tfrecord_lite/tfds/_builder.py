@@ -143,6 +143,7 @@ class Builder:
         *,
         steps: Optional[str] = None,
         episode_keys: Sequence[str] = (),
+        shuffle_files: bool = False,
         decoders: Any = None,
         read_config: Optional[ReadConfig] = None,
         num_parallel_calls: Optional[int] = None,
@@ -153,18 +154,20 @@ class Builder:
         ``tfds.features.Dataset``. Each element is a dict of the step's features, as
         TFDS yields the elements of an episode's ``steps`` dataset (``observation``
         dicts, images ``(H, W, C)``, NumPy scalars, ``bytes``), plus
-        ``episode_index`` (the episode's position in ``as_dataset(split)``, ``np.int64``)
-        and ``step_index`` (the step's position in its episode). ``episode_keys``
+        ``episode_index`` (the episode's position in this read: in ``as_dataset(split)``'s
+        order, or in the shuffled file order with ``shuffle_files``; ``np.int64``) and
+        ``step_index`` (the step's position in its episode). ``episode_keys``
         names episode features to copy into every step (``("episode_metadata",)``).
         ``steps`` names the Dataset feature when there are several. Episodes are read
         and decoded one at a time, in ``as_dataset``'s order; chain ``shuffle`` and
-        ``batch`` on the result for training. ``decoders``, ``read_config`` and
-        ``num_parallel_calls`` are those of :meth:`as_dataset`.
+        ``batch`` on the result for training. ``shuffle_files``, ``decoders``,
+        ``read_config`` and ``num_parallel_calls`` are those of :meth:`as_dataset`.
         """
         key = steps_feature(self.info.features, steps, self.info.name)
         flatten = EpisodeSteps(self.info.features, key, episode_keys)
         episodes = self.as_dataset(
             split,
+            shuffle_files=shuffle_files,
             decoders=decoders,
             read_config=read_config,
             num_parallel_calls=num_parallel_calls,
