@@ -364,3 +364,22 @@ def test_cli_verify_decodes_every_episode(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "different numbers of steps" in out.stdout + out.stderr
     assert "00001-of-00002" in out.stdout + out.stderr
+
+
+def test_episodes_are_decoded_one_at_a_time(rlds: tfds.Builder, monkeypatch: Any) -> None:
+    from tfrecord_lite.tfds import _decoder
+
+    sizes: list[int] = []
+    many = _decoder._Decode.many
+
+    def counting(self: Any, records: list[bytes]) -> list[Any]:
+        sizes.append(len(records))
+        return many(self, records)
+
+    monkeypatch.setattr(_decoder._Decode, "many", counting)
+    assert len(list(rlds.as_dataset("train"))) == 6
+    assert sizes == [1] * 6  # memory holds one decoded episode, not a batch of 64
+    sizes.clear()
+    tabular = tfds.builder_from_directory(ROOT / "tfl_tabular" / "1.2.0")
+    list(tabular.as_dataset("test", read_config=tfds.ReadConfig(interleave_cycle_length=1)))
+    assert max(sizes) > 1  # other datasets still parse many records at once
