@@ -39,8 +39,8 @@ from ._tables import (
     Paths,
     Piece,
     PieceReader,
+    ReadOptions,
     ShardJob,
-    read_pieces,
     require,
 )
 
@@ -103,10 +103,10 @@ class TFRecordDataSource(_SourceBase):  # type: ignore[misc]
         sample: Optional[int] = DEFAULT_SAMPLE,
     ) -> None:
         daft = _daft()
-        self.reader, self.pieces = read_pieces(
-            paths,
-            features,
-            sequence_features,
+        #: The read arguments, checked.
+        self.options = ReadOptions(
+            features=features,
+            sequence_features=sequence_features,
             compression=compression,
             verify=verify,
             on_error=on_error,
@@ -116,6 +116,7 @@ class TFRecordDataSource(_SourceBase):  # type: ignore[misc]
             include_paths=include_paths,
             sample=sample,
         )
+        self.reader, self.pieces = self.options.read(paths)
         self._schema = daft.Schema.from_pyarrow_schema(self.reader.schema)
 
     @property
@@ -156,9 +157,8 @@ def read_tfrecords(
     ``include_paths`` adds a ``path`` column; a large indexed file is split into
     tasks of about ``records_per_task`` records.
     """
-    return TFRecordDataSource(
-        paths,
-        features,
+    options = ReadOptions(
+        features=features,
         sequence_features=sequence_features,
         compression=compression,
         verify=verify,
@@ -168,7 +168,8 @@ def read_tfrecords(
         records_per_task=records_per_task,
         include_paths=include_paths,
         sample=sample,
-    ).read()
+    )
+    return TFRecordDataSource(paths, **options.as_dict()).read()
 
 
 # --------------------------------------------------------------------------- writing

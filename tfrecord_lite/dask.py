@@ -30,7 +30,7 @@ from ._tables import (
     Paths,
     Piece,
     PieceReader,
-    read_pieces,
+    ReadOptions,
     require_dask_dataframe,
     require_pyarrow,
     table_records,
@@ -59,33 +59,40 @@ def read_tfrecords(
     on_error: str = "raise",
     storage_options: Optional[Mapping[str, Any]] = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    records_per_partition: Optional[int] = None,
+    records_per_task: int = DEFAULT_RECORDS_PER_TASK,
     include_paths: bool = False,
     sample: Optional[int] = DEFAULT_SAMPLE,
+    records_per_partition: Optional[int] = None,
 ) -> Any:
     """A lazy ``dask.dataframe.DataFrame`` of the records of TFRecord files (``dd.from_map``).
 
     One partition per file; a large uncompressed file with an index file is
-    split into partitions of about ``records_per_partition`` records (default:
-    :data:`tfrecord_lite.ray.DEFAULT_RECORDS_PER_TASK`). Arguments as
+    split into partitions of about ``records_per_task`` records
+    (``records_per_partition``, its earlier name, is still taken). Arguments as
     :func:`tfrecord_lite.ray.read_tfrecords`: ``features`` inferred from the
     first file when ``None``, SequenceExamples with ``sequence_features``,
     URLs with ``storage_options``, ``include_paths`` adds a ``path`` column.
     """
+    if records_per_partition is not None:
+        if records_per_task not in (DEFAULT_RECORDS_PER_TASK, records_per_partition):
+            raise ValueError(
+                "records_per_partition is the earlier name of records_per_task: give one"
+            )
+        records_per_task = records_per_partition
     dd = require_dask_dataframe()
-    reader, pieces = read_pieces(
-        paths,
-        features,
-        sequence_features,
+    options = ReadOptions(
+        features=features,
+        sequence_features=sequence_features,
         compression=compression,
         verify=verify,
         on_error=on_error,
         storage_options=storage_options,
         batch_size=batch_size,
-        records_per_task=records_per_partition or DEFAULT_RECORDS_PER_TASK,
+        records_per_task=records_per_task,
         include_paths=include_paths,
         sample=sample,
     )
+    reader, pieces = options.read(paths)
     empty = reader.schema.empty_table()
     meta = empty.to_pandas()
     import dask

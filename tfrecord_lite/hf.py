@@ -40,9 +40,9 @@ from ._tables import (
     Paths,
     Piece,
     PieceReader,
+    ReadOptions,
     ReadPlan,
     ShardJob,
-    read_pieces,
     require,
     require_pyarrow,
     specs_to_json,
@@ -173,24 +173,26 @@ def load_dataset(
     features: Optional[Mapping[str, FeatureSpec]] = None,
     *,
     sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
-    images: Sequence[str] = (),
-    class_labels: Optional[Mapping[str, Sequence[str]]] = None,
-    streaming: bool = False,
-    cache_dir: Optional[str] = None,
-    keep_in_memory: Optional[bool] = None,
-    download_mode: Optional[str] = None,
     compression: Optional[str] = "auto",
     verify: bool = True,
     on_error: str = "raise",
     storage_options: Optional[Mapping[str, Any]] = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     records_per_task: int = DEFAULT_RECORDS_PER_TASK,
+    include_paths: bool = False,
     sample: Optional[int] = DEFAULT_SAMPLE,
+    images: Sequence[str] = (),
+    class_labels: Optional[Mapping[str, Sequence[str]]] = None,
+    streaming: bool = False,
+    cache_dir: Optional[str] = None,
+    keep_in_memory: Optional[bool] = None,
+    download_mode: Optional[str] = None,
 ) -> Any:
     """A ``datasets.Dataset`` (``streaming=True``: an ``IterableDataset``) of TFRecord files.
 
     ``paths``, ``features``, ``sequence_features``, ``compression``, ``verify``,
-    ``on_error``, ``storage_options``, ``batch_size`` and ``sample`` as
+    ``on_error``, ``storage_options``, ``batch_size``, ``records_per_task``,
+    ``include_paths`` (a ``path`` column) and ``sample`` as
     :func:`tfrecord_lite.ray.read_tfrecords` (the specs are inferred from the first
     file when both are ``None``). ``images`` names columns of encoded images
     (``datasets.Image``), ``class_labels`` maps columns of int64 labels to their
@@ -201,18 +203,19 @@ def load_dataset(
     ``keep_in_memory`` is ``datasets``'.
     """
     _datasets()
-    reader, pieces = read_pieces(
-        paths,
-        features,
-        sequence_features,
+    options = ReadOptions(
+        features=features,
+        sequence_features=sequence_features,
         compression=compression,
         verify=verify,
         on_error=on_error,
         storage_options=storage_options,
         batch_size=batch_size,
         records_per_task=records_per_task,
+        include_paths=include_paths,
         sample=sample,
     )
+    reader, pieces = options.read(paths)
     plan = reader.plan
     labels = {k: list(v) for k, v in (class_labels or {}).items()}
     settings = {
@@ -223,6 +226,7 @@ def load_dataset(
         "compression": compression,
         "verify": verify,
         "on_error": on_error,
+        **({"include_paths": True} if include_paths else {}),  # earlier caches keep their key
     }
     fingerprint = _fingerprint(sorted({p.path for p in pieces}), settings)
     builder = TFRecordBuilder(

@@ -44,8 +44,8 @@ from ._tables import (
     DEFAULT_BATCH_SIZE,
     Paths,
     Piece,
+    ReadOptions,
     ShardJob,
-    read_pieces,
     require_ray_data,
 )
 from ._tables import DEFAULT_RECORDS_PER_TASK as DEFAULT_RECORDS_PER_TASK
@@ -111,8 +111,8 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
     def __init__(
         self,
         paths: Paths,
-        *,
         features: Optional[Mapping[str, FeatureSpec]] = None,
+        *,
         sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
         compression: Optional[str] = "auto",
         verify: bool = True,
@@ -125,10 +125,10 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
     ) -> None:
         _require_ray()
         super().__init__()
-        self.reader, self.pieces = read_pieces(
-            paths,
-            features,
-            sequence_features,
+        #: The read arguments, checked.
+        self.options = ReadOptions(
+            features=features,
+            sequence_features=sequence_features,
             compression=compression,
             verify=verify,
             on_error=on_error,
@@ -138,6 +138,7 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
             include_paths=include_paths,
             sample=sample,
         )
+        self.reader, self.pieces = self.options.read(paths)
         #: The specs (given or inferred) and the Arrow schema they give.
         self.plan = self.reader.plan
 
@@ -185,8 +186,8 @@ class TFRecordDatasource(_DatasourceBase):  # type: ignore[misc]
 
 def read_tfrecords(
     paths: Paths,
-    *,
     features: Optional[Mapping[str, FeatureSpec]] = None,
+    *,
     sequence_features: Optional[Mapping[str, FeatureSpec]] = None,
     compression: Optional[str] = "auto",
     verify: bool = True,
@@ -204,7 +205,7 @@ def read_tfrecords(
 
     ``paths``: paths, globs, directories, ``name@N`` shard specs or URLs
     (``s3://``, ``gs://``, any fsspec URL; globs too), with ``storage_options``
-    passed to fsspec. ``features`` are the Example's specs (for
+    passed to fsspec. ``features`` (positional or by keyword) are the Example's specs (for
     SequenceExamples: the context's, plus ``sequence_features``); when both are
     ``None`` the schema is inferred from the first ``sample`` records of the
     first file (``sample=None``: all of it; a key missing from some later record
@@ -220,8 +221,7 @@ def read_tfrecords(
     or ``runtime_env``, as those parameters: Ray deprecates ``ray_remote_args``).
     """
     rd = require_ray_data()
-    source = TFRecordDatasource(
-        paths,
+    options = ReadOptions(
         features=features,
         sequence_features=sequence_features,
         compression=compression,
@@ -233,6 +233,7 @@ def read_tfrecords(
         include_paths=include_paths,
         sample=sample,
     )
+    source = TFRecordDatasource(paths, **options.as_dict())
     kwargs = _remote_kwargs(rd.read_datasource, ray_remote_args)
     if override_num_blocks is not None:
         kwargs["override_num_blocks"] = override_num_blocks

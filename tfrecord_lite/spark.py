@@ -67,10 +67,10 @@ from ._tables import (
     Paths,
     Piece,
     PieceReader,
+    ReadOptions,
     ReadPlan,
     ShardJob,
     group_pieces,
-    read_pieces,
     require,
     require_pyarrow,
     specs_from_json,
@@ -251,19 +251,7 @@ class TFRecordDataSource(_DataSourceBase):  # type: ignore[misc]
         if self._reader is not None:
             return self._reader
         o = self.options
-        reader, pieces = read_pieces(
-            _paths(o),
-            specs_from_json(o.get("features"), "option 'features'"),
-            specs_from_json(o.get("sequence_features"), "option 'sequence_features'"),
-            compression=o.get("compression") or "auto",
-            verify=_bool(o, "verify", True),
-            on_error=o.get("on_error") or "raise",
-            storage_options=_storage_options(o),
-            batch_size=_int(o, "batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE,
-            records_per_task=_int(o, "records_per_task", DEFAULT_RECORDS_PER_TASK) or 0,
-            include_paths=_bool(o, "include_paths", False),
-            sample=_int(o, "sample", DEFAULT_SAMPLE),
-        )
+        reader, pieces = _read_options(o).read(_paths(o))
         how = (o.get("partitions") or "auto").strip().lower()
         max_bytes = _int(o, "max_partition_bytes", DEFAULT_PARTITION_BYTES)
         if how == "files":
@@ -308,6 +296,22 @@ class TFRecordDataSource(_DataSourceBase):  # type: ignore[misc]
         )
         job.start()
         return _Writer(job)
+
+
+def _read_options(o: Mapping[str, str]) -> ReadOptions:
+    """The data source's string options as the read arguments, checked."""
+    return ReadOptions(
+        features=specs_from_json(o.get("features"), "option 'features'"),
+        sequence_features=specs_from_json(o.get("sequence_features"), "option 'sequence_features'"),
+        compression=o.get("compression") or "auto",
+        verify=_bool(o, "verify", True),
+        on_error=o.get("on_error") or "raise",
+        storage_options=_storage_options(o),
+        batch_size=_int(o, "batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE,
+        records_per_task=_int(o, "records_per_task", DEFAULT_RECORDS_PER_TASK) or 0,
+        include_paths=_bool(o, "include_paths", False),
+        sample=_int(o, "sample", DEFAULT_SAMPLE),
+    )
 
 
 # --------------------------------------------------------------------------- writing
@@ -388,21 +392,30 @@ def read_tfrecords(
     """A Spark DataFrame of TFRecord files: ``spark.read.format("tfrecord")`` with these
     options (the specs as JSON); registers the data source first. Arguments as
     :func:`tfrecord_lite.ray.read_tfrecords`."""
-    register(spark)
-    options = _string_options(
-        features=features_json(features) if features is not None else None,
-        sequence_features=(
-            features_json(sequence_features) if sequence_features is not None else None
-        ),
-        compression=compression or "none",
+    given = ReadOptions(  # checked here, before Spark plans the read
+        features=features,
+        sequence_features=sequence_features,
+        compression=compression,
         verify=verify,
         on_error=on_error,
         storage_options=storage_options,
         batch_size=batch_size,
         records_per_task=records_per_task,
         include_paths=include_paths,
-        sample="all" if sample is None else sample,
-        partitions=partitions,
+        sample=sample,
+    )
+    register(spark)
+    options = _string_options(
+        **{
+            **given.as_dict(),
+            "features": features_json(features) if features is not None else None,
+            "sequence_features": (
+                features_json(sequence_features) if sequence_features is not None else None
+            ),
+            "compression": compression or "none",
+            "sample": "all" if sample is None else sample,
+            "partitions": partitions,
+        }
     )
     reader = spark.read.format(FORMAT).options(**options)
     if isinstance(paths, (list, tuple)):

@@ -23,6 +23,7 @@ from ._pieces import (
     split_files,
 )
 from ._plan import DEFAULT_BATCH_SIZE, ReadPlan, batches
+from ._read_options import READ_OPTION_NAMES, ReadOptions
 from ._shards import FAILED_SWEEP_EVERY, FAILED_SWEEP_FOR, FAILED_SWEEPS_QUIET, ShardJob
 from ._spec_json import spec_from_json, spec_to_json, specs_from_json, specs_to_json
 from ._stream import make_plan, projected_plan, stream_tables
@@ -36,9 +37,11 @@ __all__ = [
     "FAILED_SWEEP_EVERY",
     "FAILED_SWEEP_FOR",
     "FEATURE_LISTS_KEY",
+    "READ_OPTION_NAMES",
     "Paths",
     "Piece",
     "PieceReader",
+    "ReadOptions",
     "ReadPlan",
     "ShardJob",
     "batches",
