@@ -18,39 +18,75 @@ The episodes have 5, 1, 3, 0, 8 and 2 steps (train, two shards) and 4 and 1 (tes
 each step holds a PNG and a JPEG image, float vectors, a float and booleans (the
 RLDS step fields), a text instruction, a list of contact points (a ``Sequence`` in the
 steps: 0 to 2 per step) and a nested observation dict; each episode
-holds metadata (text, int, bool, a float vector). Deterministic apart from the
-generation timestamps TFDS stores; ``tests/interop/test_tfds_rlds_interop.py``
+holds metadata (text, int, bool, a float vector). Every run writes the same episodes
+(the reference files are byte-identical; a shard's records may list their features in
+another order, and TFDS stores the generation time); ``tests/interop/test_tfds_rlds_interop.py``
 regenerates it and compares.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import base64
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+tf.config.set_visible_devices([], "GPU")
+
+# The builders of make_tfds_fixtures.py are not imported here: TFDS registers a builder
+# class by name once per process, and make interop loads that script on its own.
 
 
-def _fixtures_module() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "make_tfds_fixtures", HERE / "make_tfds_fixtures.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_tfds_fixtures", module)
-    spec.loader.exec_module(module)
-    return module
+def _picture(rng: np.random.Generator, h: int, w: int, c: int) -> np.ndarray:
+    """A smooth image with edges and some noise (make_tfds_fixtures.py's pictures)."""
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    planes = []
+    for k in range(c):
+        f = rng.uniform(0.05, 0.4, size=2)
+        plane = 127 + 100 * np.sin(f[0] * x + k) * np.cos(f[1] * y - k)
+        plane += (x > w // 2) * 40 - (y > h // 3) * 30
+        plane += rng.normal(0, 12, size=(h, w))
+        planes.append(plane)
+    return np.clip(np.stack(planes, axis=-1), 0, 255).astype(np.uint8)
 
 
-base = _fixtures_module()  # sets up TensorFlow quietly; encode_tree, _picture
-tf = base.tf
-tfds = base.tfds
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def encode_leaf(value: Any) -> Any:
+    """One decoded value as JSON, in the format tests/integrations/tfds_reference.py reads
+    (``bytes``, ``scalar``, ``array``, ``strings`` or ``ragged``, as make_tfds_fixtures.py)."""
+    if isinstance(value, tf.RaggedTensor):
+        dtype = "object" if value.dtype == tf.string else value.dtype.as_numpy_dtype().dtype.str
+        return {"ragged": value.to_list(), "dtype": dtype}
+    if isinstance(value, bytes):
+        return {"bytes": _b64(value)}
+    if isinstance(value, np.generic):
+        return {"scalar": value.dtype.str, "data": _b64(value.tobytes())}
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return {"strings": [_b64(bytes(v)) for v in value.ravel()], "shape": list(value.shape)}
+        arr = np.ascontiguousarray(value)
+        return {"array": arr.dtype.str, "shape": list(arr.shape), "data": _b64(arr.tobytes())}
+    raise TypeError(f"unexpected value {type(value)}: {value!r}")
+
+
+def encode_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: encode_tree(v) for k, v in value.items()}
+    return encode_leaf(value)
+
 
 TRAIN_LENGTHS = (5, 1, 3, 0, 8, 2)
 TEST_LENGTHS = (4, 1)
@@ -116,8 +152,8 @@ class TflRlds(tfds.core.GeneratorBasedBuilder):
             steps = [
                 {
                     "observation": {
-                        "image": base._picture(rng, 12, 16, 3),
-                        "wrist_image": base._picture(rng, 8, 8, 3),
+                        "image": _picture(rng, 12, 16, 3),
+                        "wrist_image": _picture(rng, 8, 8, 3),
                         "state": rng.normal(size=7).astype(np.float32),
                         "depth": rng.uniform(0, 5, size=(2, 3)),
                     },
@@ -193,7 +229,7 @@ def write_reference(builder: Any, out: Path) -> None:
     ref = out / "reference"
     ref.mkdir(parents=True, exist_ok=True)
     for split in builder.info.splits:
-        examples = [base.encode_tree(ex) for ex in episodes(builder, split)]
+        examples = [encode_tree(ex) for ex in episodes(builder, split)]
         text = json.dumps(examples, sort_keys=True, separators=(",", ":"))
         (ref / f"tfl_rlds-{split}.json").write_text(text + "\n", encoding="ascii")
 
