@@ -15,7 +15,7 @@ from ._decoder import _Decode, make_decode
 from ._features import UnsupportedFeatureError
 from ._source import DataSource, open_shard
 from ._splits import check_files, file_instructions
-from ._steps import EpisodeSteps, dataset_features, steps_feature
+from ._steps import EpisodeSteps, holds_dataset, steps_feature
 
 DEFAULT_CYCLE_LENGTH = 16
 DEFAULT_BLOCK_LENGTH = 16
@@ -130,7 +130,7 @@ class Builder:
         # Records are parsed DECODE_BATCH at a time (one vectorized parse_example), then
         # handed out one example at a time again.
         decode = make_decode(self.info, decoders, as_supervised, files)
-        size = EPISODE_DECODE_BATCH if dataset_features(self.info.features) else DECODE_BATCH
+        size = EPISODE_DECODE_BATCH if holds_dataset(self.info.features) else DECODE_BATCH
         ds = ds.batch(size).map(decode.many, num_parallel_calls=num_parallel_calls)
         ds = ds.unbatch()
         if batch_size is not None:

@@ -30,6 +30,15 @@ def dataset_features(features: FeatureConnector) -> list[str]:
     return [name for name, f in features.items() if isinstance(f, Dataset)]
 
 
+def holds_dataset(feature: FeatureConnector) -> bool:
+    """Whether a ``Dataset`` feature is anywhere in the tree (its records are episodes)."""
+    if isinstance(feature, Dataset):
+        return True
+    if isinstance(feature, FeaturesDict):
+        return any(holds_dataset(f) for f in feature.values())
+    return False
+
+
 def steps_feature(features: FeatureConnector, steps: Optional[str], dataset: str) -> str:
     """The name of the Dataset feature to flatten: ``steps`` if given, else the only one."""
     found = dataset_features(features)
