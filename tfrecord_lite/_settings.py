@@ -383,7 +383,8 @@ def _checked(setting: Setting, value: Any) -> Any:
 class options(contextlib.ContextDecorator):
     """Override settings in a block: ``with tfr.options(threads=1, engine="numpy"): ...``.
 
-    Each keyword is a setting (see :data:`SETTINGS` and ``docs/settings.md``):
+    Each keyword is a setting (the Settings page of the documentation lists them all,
+    with their environment variables):
     ``engine`` (``"auto"``, ``"numpy"``, ``"jit"``), ``deflate_backend`` (``"auto"``,
     ``"isal"``, ``"zlib-ng"``, ``"zlib"``), ``threads`` (an int of at least 1, or
     ``None`` for the cores), ``jpeg_backend`` (``"auto"``, ``"pillow"``,
