@@ -39,6 +39,7 @@ from .._record import RECORD_OVERHEAD, FramedRecords
 from ._assemble import ParsedValue, padding_value
 from ._build import bytes_rows
 from ._encode_columns import _encode_columns_framed
+from ._extracted import grid_rows
 from ._hints import located
 from ._infer import DEFAULT_SAMPLE, infer_schema
 from ._jit import engine
@@ -61,6 +62,10 @@ WRITE_CHUNK_BYTES = 4 << 20
 WRITE_AHEAD = 2
 #: Records parsed per batch while reading.
 READ_BATCH = 8192
+#: The fewest records ``read_examples`` parses at a time, however many keys it reads.
+MIN_READ_BATCH = 256
+#: Batches of fewer records (many keys) are joined every this many batches.
+FOLD_BATCHES = 8
 SHAPE_SUFFIX = "/shape"
 DTYPE_SUFFIX = "/dtype"
 
@@ -423,15 +428,21 @@ def read_examples(
     batches: list[dict[str, ParsedValue]] = []
     batch: list[bytes] = []
     places = _Places()
+    # Records x keys bounded: each batch's columns are a grid (a sparse schema's
+    # thousands of keys: batches of fewer records).
+    size = min(READ_BATCH, max(MIN_READ_BATCH, grid_rows(len(specs.needed))))
     with TFRecordReader(
         path, compression, verify=verify, storage_options=storage_options
     ) as reader:
         for record in reader:
             batch.append(record)
             places.add(reader.path, len(record))
-            if len(batch) == READ_BATCH:
+            if len(batch) == size:
                 batches.append(places.parse(batch, specs))
                 batch = []
+                if size < READ_BATCH and len(batches) == FOLD_BATCHES:
+                    # (many keys: each batch's outputs are an array or three per key)
+                    batches = [concat_parsed(batches, specs)]
     if batch or not batches:
         batches.append(places.parse(batch, specs))
     result = concat_parsed(batches, specs)

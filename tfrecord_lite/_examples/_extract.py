@@ -65,6 +65,7 @@ from ._extracted import (
     _GiveUp,
     _joined,
     enabled,
+    grid_rows,
     merge_columns,
 )
 from ._keys import KeyTable, key_table
@@ -128,11 +129,15 @@ def extract(
         table = key_table(needed)
     if lengths is None:
         lengths = _record_lengths(records)
-    if int(lengths.sum()) <= WINDOW_BYTES:
+    rows = grid_rows(len(needed))
+    if int(lengths.sum()) <= WINDOW_BYTES and n <= rows:
         return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined
-    # buffer stays small (and is reused by the allocator, not faulted in afresh).
+    # buffer stays small (and is reused by the allocator, not faulted in afresh);
+    # many keys: so the (record, key) grid stays small.
     cuts = _window_cuts(records, lengths)
+    if n > rows:
+        cuts = sorted({*cuts, *range(0, n, rows)})
     handled = np.zeros(n, dtype=bool)
     found: list[dict[str, FastColumn]] = []
     for a, b in zip(cuts[:-1], cuts[1:]):

@@ -91,6 +91,18 @@ class _GiveUp(Exception):
     """The template record has a layout this module does not handle."""
 
 
+#: The most (record, key) cells an engine's per-batch grid may hold: a batch of more
+#: records x keys (sparse schemas: thousands of keys, each in a few records) is
+#: extracted a run of records at a time (the compiled grid: 25 bytes a cell, the
+#: NumPy walk's 8), and read a batch of fewer records at a time.
+GRID_CELLS = 1 << 23
+
+
+def grid_rows(nkeys: int) -> int:
+    """The most records one grid of ``nkeys`` keys may hold (:data:`GRID_CELLS`)."""
+    return max(1, GRID_CELLS // max(1, nkeys))
+
+
 def _joined(
     found: Sequence[Mapping[str, FastColumn]], names: Iterable[str]
 ) -> dict[str, FastColumn]:

@@ -60,6 +60,7 @@ from google.protobuf.message import DecodeError
 from .. import example_pb2
 from .._errors import ParseError
 from .._files import PathOrFile, is_file_object, tf_record_iterator
+from ._extracted import grid_rows
 from ._kind import KindProbe
 from ._parse import parse_example
 from ._schema import (
@@ -84,6 +85,8 @@ __all__ = [
 DEFAULT_SAMPLE = 1000
 #: Records checked per vectorized parse call after the sample.
 CHECK_CHUNK = 8192
+#: The fewest records a check parses at a time, however many keys it reads.
+MIN_CHECK_CHUNK = 256
 
 
 @dataclass
@@ -406,7 +409,10 @@ def _check_rest(
     kinds = {k: st.kind for k, st in stats.items()}
     spec = {k: VarLenFeature(dtype_of_kind(kind)) for k, kind in kinds.items() if kind}
     untyped = {k: _typed_entry(k) for k, st in stats.items() if not any(st.kinds.keys() - {None})}
-    for chunk in _chunks(it, CHECK_CHUNK):
+    # (a sparse schema's thousands of keys: chunks of fewer records, so the columns'
+    # records x keys grid stays bounded)
+    size = min(CHECK_CHUNK, max(MIN_CHECK_CHUNK, grid_rows(len(kinds))))
+    for chunk in _chunks(it, size):
         for key, kind in _first_kinds(chunk, untyped).items():
             stats[key].kinds[kind] += 1  # typed here: checked from this chunk on
             spec[key] = VarLenFeature(dtype_of_kind(kind))

@@ -39,7 +39,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._extract import _record_lengths
-from ._extracted import FastColumn, _contiguous
+from ._extracted import FastColumn, _contiguous, _joined, grid_rows
 from ._kernels import jit_available, loaded, warm
 from ._kernels import load as _load
 from ._keyhash import key_hash
@@ -251,8 +251,21 @@ def jit_extract(
     except Exception:
         return None
     n = len(records)
-    buf, data, starts, ends = _joined_records(records)
     nkeys = len(table.names)
+    step = grid_rows(nkeys)
+    if n > step:
+        # A sparse schema (many keys, few per record): the grid a run of records at a time.
+        handled = np.zeros(n, dtype=bool)
+        found: list[dict[str, FastColumn]] = []
+        for a in range(0, n, step):
+            part = jit_extract(records[a : a + step], table)
+            if part is not None:
+                handled[a : a + step] = part[0]
+                found.append(part[1])
+        if not found:
+            return None
+        return handled, found[0] if len(found) == 1 else _joined(found, table.names)
+    buf, data, starts, ends = _joined_records(records)
     status = np.zeros(n, dtype=np.uint8)
     seen = np.full(nkeys, -1, dtype=np.int64)
     fstart, fend, fcount, fflag = _key_arrays(n, nkeys)
