@@ -438,10 +438,29 @@ def encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
     if groups is None:
         return _assemble_join(cols, n)
     if len(groups) == 1:
-        return _rows_to_bytes(_assemble_rows(cols, None, n, framed=False))
-    return _in_order(
-        [_rows_to_bytes(_assemble_rows(cols, idx, n, framed=False)) for idx in groups], groups, n
-    )
+        return _group_records(cols, None, n)
+    return _in_order([_group_records(cols, idx, n) for idx in groups], groups, n)
+
+
+#: Records of one size are built as 2-D rows about this many bytes at a time (so a
+#: 512 MiB column does not take a few times its size in temporaries at once).
+ROWS_CHUNK_BYTES = 8 << 20
+
+
+def _group_records(cols: list[_Column], idx: Optional[npt.NDArray[np.intp]], n: int) -> list[bytes]:
+    """Records ``idx`` (all if None) of one size pattern, as ``bytes``, built a run of
+    rows of about :data:`ROWS_CHUNK_BYTES` at a time."""
+    m = n if idx is None else len(idx)
+    first = 0 if idx is None else int(idx[0])
+    width = 16 + sum(int(c.d[first]) + 8 for c in cols)  # (about a row's bytes)
+    step = max(1024, ROWS_CHUNK_BYTES // width)
+    if m <= step:
+        return _rows_to_bytes(_assemble_rows(cols, idx, n, framed=False))
+    every = np.arange(n) if idx is None else idx
+    out: list[bytes] = []
+    for a in range(0, m, step):
+        out += _rows_to_bytes(_assemble_rows(cols, every[a : a + step], n, framed=False))
+    return out
 
 
 def _encode_columns_framed(columns: Mapping[str, Any], n: int) -> FramedRecords:
