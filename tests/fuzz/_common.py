@@ -40,7 +40,30 @@ EXAMPLE_SPECS: list[dict[str, Any]] = [
     {
         "sp": tfr.SparseFeature(index_key="int", value_key="float", dtype=tfr.float32, size=100),
     },
+    # keys alike in length and first and last 8 bytes (one key hash bucket each, not one
+    # chain): the key tables of both engines
+    {key: tfr.VarLenFeature(tfr.int64) for key in (f"sensor_{i:05d}_reading" for i in range(40))},
 ]
+
+#: Keys of the colliding-keys spec (and more, alike, that it does not read).
+ALIKE_KEYS = [f"sensor_{i:05d}_reading" for i in range(60)]
+
+
+def overlong(record: bytes, width: int) -> bytes:
+    """``record`` (an Example) with its ``Features`` length prefix written in ``width``
+    bytes (zero-padded varint; over 5 bytes protobuf refuses the record)."""
+    if record[:1] != b"\x0a":
+        return record
+    p = 1
+    while record[p] & 0x80:
+        p += 1
+    body = record[p + 1 :]
+    n, out = len(body), bytearray()
+    for _ in range(width - 1):
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return b"\x0a" + bytes(out) + bytes([n]) + body
+
 
 SEQUENCE_SPECS: list[tuple[dict[str, Any], dict[str, Any]]] = [
     ({}, {}),

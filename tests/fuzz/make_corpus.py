@@ -64,6 +64,16 @@ def seeds() -> dict[str, list[bytes]]:
     for sel in range(len(_common.EXAMPLE_SPECS)):
         parse_seeds.append(_common.join(sel, 1, examples[:3]))
         parse_seeds.append(_common.join(sel, 0, examples[3:6]))
+    # overlong length prefixes (5 bytes: read; 6 and 10: refused) and keys alike in
+    # length and first and last 8 bytes, through every spec
+    wide = [_common.overlong(examples[1], w) for w in (5, 6, 10)]
+    alike = [
+        tfr.encode_example({k: [i, len(k)] for k in _common.ALIKE_KEYS[i % 7 :: 3]})
+        for i in range(3)
+    ]
+    for sel in range(len(_common.EXAMPLE_SPECS)):
+        parse_seeds.append(_common.join(sel, 1, wide))
+        parse_seeds.append(_common.join(sel, 1, alike))
     out["fuzz_parse_example"] = parse_seeds
     out["fuzz_infer_schema"] = [*parse_seeds[:2], _common.join(0, 1, sequences)]
     out["fuzz_parse_sequence_example"] = [
