@@ -94,7 +94,7 @@ def _varint(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
 def _length(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
     """A length prefix at ``p`` whose bytes fit before ``end``: (length, start of
     the bytes); start -1 if it does not, or if it takes over :data:`MAX_LENGTH_LEN`
-    bytes (protobuf refuses such a record; the reference path words it)."""
+    bytes (recent protobuf refuses such a record: the reference path decides)."""
     if p < end and buf[p] < 0x80:  # (most lengths: one byte)
         n = int(buf[p])
         if n > end - p - 1:

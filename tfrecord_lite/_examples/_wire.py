@@ -99,9 +99,10 @@ _WIRETYPE_END_GROUP: Final = 4
 
 #: Longest valid varint: 64 bits / 7 bits per byte, rounded up.
 MAX_VARINT_LEN: Final = 10
-#: Longest length prefix protobuf reads (a 32-bit size; upb, the default backend,
-#: refuses a record with a longer one as "Wire format was corrupt", however small
-#: its value): every engine leaves such a record to the protobuf reference path.
+#: Longest length prefix every protobuf release reads (a 32-bit size). upb, the
+#: default backend, refuses a longer one as "Wire format was corrupt" however small
+#: its value since protobuf 5 (4.25 read it): every engine leaves such a record to
+#: the protobuf reference path, so the installed protobuf decides.
 MAX_LENGTH_LEN: Final = 5
 
 _UINT64_MASK: Final = (1 << 64) - 1
