@@ -370,8 +370,8 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
     seen: list[tuple[int, int]] = []
     real = _parse_module.jit_extract
 
-    def counting(records: Any, table: Any) -> Any:
-        result = real(records, table)
+    def counting(records: Any, table: Any, *rest: Any) -> Any:
+        result = real(records, table, *rest)
         seen.append((len(records), 0 if result is None else int(result[0].sum())))
         return result
 

@@ -218,9 +218,12 @@ class _Values:
         return _bytes_values(kern, buf, data, self.bstart[a:b], self.blength[a:b])
 
 
-def _joined_records(records: Sequence[bytes]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+def _joined_records(
+    records: Sequence[bytes], lengths: Optional[np.ndarray] = None
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """The records in one buffer: (buffer, its bytes read-only, starts, ends)."""
-    lengths = _record_lengths(records)
+    if lengths is None:
+        lengths = _record_lengths(records)
     buf, starts, _ = _contiguous(records, lengths)
     data = np.frombuffer(buf, dtype=np.uint8)
     if data.flags.writeable:  # (the kernels take the bytes read-only)
@@ -242,7 +245,7 @@ def _key_arrays(n: int, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 def jit_extract(
-    records: Sequence[bytes], table: JitTable
+    records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray] = None
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
     """:func:`~._extract.extract` by the compiled kernels: ``(handled, columns)``,
     or None when no record was handled (or the engine could not be loaded)."""
@@ -265,7 +268,7 @@ def jit_extract(
         if not found:
             return None
         return handled, found[0] if len(found) == 1 else _joined(found, table.names)
-    buf, data, starts, ends = _joined_records(records)
+    buf, data, starts, ends = _joined_records(records, lengths)
     status = np.zeros(n, dtype=np.uint8)
     seen = np.full(nkeys, -1, dtype=np.int64)
     fstart, fend, fcount, fflag = _key_arrays(n, nkeys)

@@ -107,26 +107,24 @@ def _length(buf: np.ndarray, p: int, end: int) -> tuple[int, int]:
 
 
 @_jit
-def _word(buf: np.ndarray, p: int, n: int) -> np.uint64:
-    """The ``n`` (at most 8) bytes from ``p`` as a little-endian word."""
-    w = np.uint64(0)
-    for j in range(n):
-        w |= np.uint64(buf[p + j]) << np.uint64(8 * j)
-    return w
-
-
-@_jit
 def key_hash(buf: np.ndarray, p: int, n: int) -> np.uint64:
     """The key hash of ``buf[p:p+n]`` (:mod:`._keyhash`): its length, then every
     8-byte window (the last one the key's last 8 bytes), each folded in by a step
     that keeps keys differing in any window apart, then a final mix."""
     h = np.uint64(n + 1) * _SEED
     if n < 8:
-        h = (h ^ _word(buf, p, n)) * _STEP
+        w = np.uint64(0)
+        for j in range(n):
+            w |= np.uint64(buf[p + j]) << np.uint64(8 * j)
+        h = (h ^ w) * _STEP
         h ^= h >> np.uint64(32)
     else:
-        for j in range((n + 7) // 8):
-            h = (h ^ _word(buf, p + min(8 * j, n - 8), 8)) * _STEP
+        for k in range((n + 7) // 8):
+            q = p + min(8 * k, n - 8)
+            w = np.uint64(0)
+            for j in range(8):
+                w |= np.uint64(buf[q + j]) << np.uint64(8 * j)
+            h = (h ^ w) * _STEP
             h ^= h >> np.uint64(32)
     h ^= h >> np.uint64(29)
     h *= _FINAL

@@ -332,7 +332,7 @@ def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[s
     if needed and n and enabled():
         lengths = _record_lengths(records) if n >= MIN_BATCH else None
         if engine_for(records, lengths) == "jit":
-            fast = jit_extract(records, plan.jit_table)
+            fast = jit_extract(records, plan.jit_table, lengths)
         if fast is None and n >= MIN_BATCH:
             fast = extract(records, needed, table=plan.table, lengths=lengths)
     if fast is None:
