@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import Optional
 
 import numpy as np
 
@@ -52,6 +53,8 @@ def _first_last(
 
 #: The table has at least this many buckets per key (linear probing stays short).
 LOAD = 4
+#: Up to this many keys, every bucket function (shift) is tried; above, every 8th.
+SHIFT_SEARCH_KEYS = 2048
 
 
 class KeyTable:
@@ -95,17 +98,30 @@ class KeyTable:
         while size < LOAD * n:
             size *= 2
         self.mask = np.uint64(size - 1)
-        buckets = [n] * size
-        longest_probe = 0
-        for k, h in enumerate(key_hashes(words, offsets[:-1], lengths).tolist()):
-            b, step = h & (size - 1), 0
-            while buckets[b] != n:
-                b, step = (b + 1) & (size - 1), step + 1
-            buckets[b] = k
-            longest_probe = max(longest_probe, step)
-        self.buckets = np.array(buckets, dtype=np.intp)
+        hashes = key_hashes(words, offsets[:-1], lengths).tolist()
+        # Each probe is a pass over the keys still unresolved: of the few bucket
+        # functions tried (the hash's bits from ``shift`` on), the one whose longest
+        # probe is shortest (a few keys in one cluster cost a pass each).
+        best: Optional[tuple[int, int, list[int]]] = None
+        shifts = range(0, 64 - size.bit_length() + 1, 1 if n <= SHIFT_SEARCH_KEYS else 8)
+        for shift in shifts:
+            buckets = [n] * size
+            longest_probe = 0
+            for k, h in enumerate(hashes):
+                b, step = (h >> shift) & (size - 1), 0
+                while buckets[b] != n:
+                    b, step = (b + 1) & (size - 1), step + 1
+                buckets[b] = k
+                longest_probe = max(longest_probe, step)
+            if best is None or longest_probe < best[0]:
+                best = (longest_probe, shift, buckets)
+            if longest_probe == 0:
+                break
+        assert best is not None
+        self.shift = np.uint64(best[1])
+        self.buckets = np.array(best[2], dtype=np.intp)
         #: The most buckets any key's lookup visits (1: every key in its own bucket).
-        self.probes = longest_probe + 1
+        self.probes = best[0] + 1
         #: Whether the vectorized walk can use the table (always, since every key has one).
         self.usable = True
 
@@ -152,7 +168,7 @@ class KeyTable:
                 todo = np.flatnonzero(length <= self.longest)  # (longer keys are not read)
                 ts, tl = start[todo], length[todo]
             hashes, w0, wl = hash_parts(words, ts, tl)
-            h = (hashes & self.mask).view(np.int64)
+            h = ((hashes >> self.shift) & self.mask).view(np.int64)
             for step in range(self.probes):
                 c = self.buckets[(h + step) & int(self.mask) if step else h]
                 hit = self._same(words, ts, tl, c, w0, wl)
