@@ -45,7 +45,7 @@ unit                                            what it holds
 """
 
 from . import _installed, compat, data, image, io, python_io, train
-from ._data import AUTOTUNE, TFRecordDataset
+from ._data import AUTOTUNE, IteratorStateError, TFRecordDataset
 from ._decoding import (
     ImageFolderSummary,
     decode_raw,
@@ -165,6 +165,7 @@ __all__ = [
     "ImageFolderSummary",
     "IncompleteShardSetError",
     "InvalidManifestError",
+    "IteratorStateError",
     "NotATFRecordError",
     "NotExampleError",
     "ParseError",
