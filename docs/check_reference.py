@@ -36,6 +36,7 @@ MODULES = (
     "spark",
     "daft",
     "hf",
+    "polars",
 )
 #: (module, page under site/reference/)
 PAGES = [
