@@ -186,26 +186,23 @@ def _import_kernels(name: str, where: Optional[str]) -> Any:
     if where is not None:
         config.CACHE_DIR = where
     try:
-        module: Any
         if name == "_jit_kernels":
-            from . import _jit_kernels as kernels
+            from . import _jit_kernels
 
-            module = kernels
-        elif name == "_jit_sequences":
-            from . import _jit_sequences as sequences
+            return _jit_kernels
+        if name == "_jit_sequences":
+            from . import _jit_sequences
 
-            module = sequences
-        elif name == "_jit_encode_kernels":
-            from . import _jit_encode_kernels as encode_kernels
+            return _jit_sequences
+        if name == "_jit_encode_kernels":
+            from . import _jit_encode_kernels
 
-            module = encode_kernels
-        elif name == "_jit_encode_crc":
-            from . import _jit_encode_crc as encode_crc
+            return _jit_encode_kernels
+        if name == "_jit_encode_crc":
+            from . import _jit_encode_crc
 
-            module = encode_crc
-        else:
-            raise ValueError(f"no kernel module {name!r}; expected one of {KERNEL_MODULES}")
-        return module
+            return _jit_encode_crc
+        raise ValueError(f"no kernel module {name!r}; expected one of {KERNEL_MODULES}")
     finally:
         config.CACHE_DIR = before
 
