@@ -53,8 +53,8 @@ from ._decoding import (
     encode_image,
     write_image_folder,
 )
-from ._decoding import decode_image_deprecated as decode_image
 from ._decoding import missing_attributes as _missing_attributes
+from ._decoding import tf_decode_image as decode_image
 from ._errors import (
     ClosedError,
     CompressionError,

@@ -197,7 +197,7 @@ def image_folder(out: str, per_class: int) -> None:
     }
     dataset = tfr.TFRecordDataset(f"{shards}@2").shuffle(256, seed=0).batch(64).parse(features)
     seen = 0
-    for batch in dataset:
+    for batch in dataset:  # tf.io.decode_image's shapes: a grayscale PNG is (H, W, 1)
         pixels = np.stack([tfr.decode_image(b) for b in batch["image/encoded"]])
         seen += len(pixels)
     print(f"streamed {seen} images back as NumPy batches of 64 (pixels {pixels.shape[1:]})")

@@ -8,9 +8,10 @@ arguments and ``(H, W, C)`` results, ``serialize_tensor`` / ``parse_tensor``
 (TensorFlow's ``TensorProto`` bytes) and ``decode_json_example``. Every function
 accepts TensorFlow's ``name=`` argument (and ignores it).
 
-Note: ``tfr.io.decode_image`` is TensorFlow's (``channels=``, ``dtype=``, always
-``(H, W, C)``); the top-level ``tfr.decode_image(data, mode=None)`` is the
-Pillow-style helper that keeps grayscale 2-D.
+``tfr.io.decode_image`` is TensorFlow's (``channels=``, ``dtype=``, ``(H, W, C)``,
+grayscale ``(H, W, 1)``), and so is the top-level ``tfr.decode_image`` (the same
+function); ``tfr.decode_with_pillow(data, mode=None)`` is the Pillow-style helper that
+keeps grayscale 2-D.
 """
 
 from ._decoding import (

@@ -65,7 +65,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "total: 30 records in 2 files" in lines
     assert "all 2 files ok: 30 records" in lines
     assert any(line.startswith("wrote ") and "preview.png: 15 images" in line for line in lines)
-    assert "streamed 30 images back as NumPy batches of 64 (pixels (28, 28))" in lines
+    assert "streamed 30 images back as NumPy batches of 64 (pixels (28, 28, 1))" in lines
 
     # and the files are there
     assert (out / "digits.tfrecord").stat().st_size > 0

@@ -12,6 +12,7 @@ import inspect
 import io
 import json
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -232,8 +233,9 @@ def test_decode_image_takes_what_parsing_returns() -> None:
 def test_tf_shapes_and_channels() -> None:
     gray = picture(c=1)
     data = png_bytes(gray)
-    assert tfr.decode_image(data).shape == (12, 10)  # the Pillow-style helper: 2-D gray
-    assert tfr.io.decode_image(data).shape == (12, 10, 1)  # TensorFlow's: always (H, W, C)
+    assert tfr.decode_image(data).shape == (12, 10, 1)  # TensorFlow's: always (H, W, C)
+    assert tfr.io.decode_image(data).shape == (12, 10, 1)
+    assert tfr.decode_with_pillow(data).shape == (12, 10)  # the Pillow-style helper: 2-D gray
     assert tfr.io.decode_image(data, channels=3).shape == (12, 10, 3)
     assert tfr.io.decode_png(data, channels=4)[0, 0].tolist() == [gray[0, 0, 0]] * 3 + [255]
     rgb = picture()
@@ -255,6 +257,50 @@ def test_tf_shapes_and_channels() -> None:
         tfr.io.encode_png(rgb[:, :, 0])
     with pytest.raises(ValueError, match="dct_method"):
         tfr.io.decode_jpeg(jpg, dct_method="SLOW")
+
+
+def test_top_level_decode_image_is_tensorflows() -> None:
+    """Issue 35 item 9: tfr.decode_image returned grayscale (H, W) (with a warning) where
+    tfr.io.decode_image and tf.io.decode_image give (H, W, 1)."""
+    assert tfr.decode_image is tfr.io.decode_image is tfr.image.decode_image
+    gray = picture(c=1)
+    rgb = picture()
+    png_gray = png_bytes(gray)
+    jpg_gray = tfr.io.encode_jpeg(gray, format="grayscale", quality=90)
+    jpg_rgb = tfr.io.encode_jpeg(rgb, quality=90)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation warning any more
+        got_png = tfr.decode_image(png_gray)
+        got_jpg = tfr.decode_image(jpg_gray)
+        got_rgb = tfr.decode_image(png_bytes(rgb))
+        got_rgb_jpg = tfr.decode_image(jpg_rgb)
+    assert got_png.shape == got_jpg.shape == (12, 10, 1)
+    assert got_png.dtype == got_jpg.dtype == np.uint8
+    assert np.array_equal(got_png, gray)  # PNG is lossless
+    assert np.array_equal(got_jpg, tfr.io.decode_image(jpg_gray))
+    pillow = tfr.decode_with_pillow(jpg_gray)  # 2-D; its own IDCT (TensorFlow's is the fast one)
+    assert pillow.shape == (12, 10)
+    assert np.abs(got_jpg[:, :, 0].astype(np.int16) - pillow).max() <= 8
+    assert got_rgb.shape == got_rgb_jpg.shape == (12, 10, 3)
+    assert np.array_equal(got_rgb, rgb)
+    assert np.array_equal(got_rgb_jpg, tfr.io.decode_image(jpg_rgb))
+    # channels= converts as TensorFlow does, both ways
+    assert np.array_equal(tfr.decode_image(png_gray, channels=3), np.repeat(gray, 3, axis=2))
+    assert tfr.decode_image(jpg_gray, channels=3).shape == (12, 10, 3)
+    assert tfr.decode_image(png_bytes(rgb), channels=1).shape == (12, 10, 1)
+    assert np.array_equal(
+        tfr.decode_image(jpg_rgb, channels=1), tfr.io.decode_jpeg(jpg_rgb, channels=1)
+    )
+    # what parsing returns, and dtype=
+    rec = tfr.encode_example({"image/encoded": png_gray})
+    parsed = tfr.parse_single_example(rec, {"image/encoded": tfr.FixedLenFeature([], tfr.string)})
+    assert np.array_equal(tfr.decode_image(parsed["image/encoded"]), gray)
+    scaled = tfr.decode_image(png_gray, dtype=np.float32)
+    assert scaled.shape == (12, 10, 1) and np.allclose(scaled, gray / 255.0)
+    # the Pillow-style call says where that helper is now
+    with pytest.raises(TypeError, match=r"tfr\.decode_with_pillow\(data, mode=\.\.\.\)"):
+        tfr.decode_image(png_gray, "L")
+    assert tfr.decode_with_pillow(png_gray, mode="RGB").shape == (12, 10, 3)
 
 
 @pytest.mark.parametrize("c", [1, 2, 3, 4])

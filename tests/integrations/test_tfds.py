@@ -178,6 +178,12 @@ def test_skip_decoding(features: tfds.Builder) -> None:
     decoded = next(iter(features.as_dataset("train")))
     assert type(raw["image"]) is bytes and raw["image"].startswith(b"\x89PNG")
     assert np.array_equal(tfr.decode_image(raw["image"]), decoded["image"])
+    # TFDS decodes with tf.image.decode_image, as tfr.decode_image: grayscale (H, W, 1)
+    digits = tfds.builder_from_directory(DIRS["tfl_digits"])
+    gray = next(iter(digits.as_dataset("train", decoders={"image": tfds.SkipDecoding()})))
+    want = next(iter(digits.as_dataset("train")))["image"]
+    assert want.shape == (28, 28, 1)
+    assert np.array_equal(tfr.decode_image(gray["image"]), want)
     with pytest.raises(ValueError, match="no feature"):
         features.as_dataset("train", decoders={"nope": tfds.SkipDecoding()})
 

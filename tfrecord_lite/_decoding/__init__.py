@@ -15,7 +15,7 @@ from ._folders import (
     worker_pool,
     write_image_folder,
 )
-from ._images import decode_image, decode_image_deprecated, decode_with_pillow, encode_image
+from ._images import decode_image, decode_with_pillow, encode_image
 from ._jpeg import decode_jpeg_pixels
 from ._pillow import pil, pil_image
 from ._porting import NUMPY_FOR_TF, PORTING_DOCS, missing_attributes, missing_name
@@ -31,7 +31,6 @@ __all__ = [
     "ImageOptions",
     "convert_task",
     "decode_image",
-    "decode_image_deprecated",
     "decode_jpeg",
     "decode_jpeg_pixels",
     "decode_json_example",

@@ -1,15 +1,14 @@
 """Pillow-style image helpers: :func:`encode_image` / :func:`decode_with_pillow`
 (grayscale stays 2-D; TensorFlow's ``tf.io`` codecs are in :mod:`._tf_images`).
 
-``tfr.decode_image`` was this helper under TensorFlow's name, with another grayscale
-shape than ``tf.io.decode_image`` (``(H, W)``, not ``(H, W, 1)``): it is
-:func:`decode_image_deprecated` now, which warns and will become TensorFlow's.
-``decode_image`` here is the package's own name for the helper (no warning)."""
+``tfr.decode_image`` is TensorFlow's ``tf.io.decode_image`` (grayscale ``(H, W, 1)``),
+the same function as ``tfr.io.decode_image``; the Pillow-style helper is public as
+``tfr.decode_with_pillow`` only. ``decode_image`` here is this unit's own short name for
+the helper (the CLI and image folders use it), not the public one."""
 
 from __future__ import annotations
 
 import io
-import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -18,7 +17,7 @@ import numpy.typing as npt
 from .._errors import ParseError
 from ._pillow import image_bytes, pil_image
 
-__all__ = ["decode_image", "decode_image_deprecated", "decode_with_pillow", "encode_image"]
+__all__ = ["decode_image", "decode_with_pillow", "encode_image"]
 
 
 _FORMATS = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG"}
@@ -70,15 +69,16 @@ def decode_with_pillow(
 
     ``data``: bytes, or what parsing returns for a ``tf.string`` feature (a 0-d or
     one-element object array). This is the Pillow-style helper (grayscale stays
-    2-D, any format Pillow reads); :func:`tfrecord_lite.io.decode_image` is
-    TensorFlow's ``tf.io.decode_image`` (``channels=``, ``dtype=``, always ``(H, W, C)``,
-    BMP, GIF, JPEG and PNG).
+    2-D, any format Pillow reads, the first frame of an animation). ``tfr.decode_image``
+    and ``tfr.io.decode_image`` are TensorFlow's ``tf.io.decode_image`` instead:
+    ``channels=``, ``dtype=``, ``(H, W, C)`` with grayscale ``(H, W, 1)``, every frame
+    of a GIF, and BMP, GIF, JPEG and PNG only.
     """
     del name
     image_mod = pil_image()
     if isinstance(data, str):
-        raise TypeError("decode_image needs the encoded bytes, not a str")
-    data = image_bytes(data, "decode_image")
+        raise TypeError("decode_with_pillow needs the encoded bytes, not a str")
+    data = image_bytes(data, "decode_with_pillow")
     try:
         img = image_mod.open(io.BytesIO(data))
         img.load()
@@ -107,28 +107,5 @@ def decode_with_pillow(
     return out
 
 
-#: The package's own name for :func:`decode_with_pillow` (no warning).
+#: This unit's short name for :func:`decode_with_pillow` (``tfr.decode_image`` is TensorFlow's).
 decode_image = decode_with_pillow
-
-
-def decode_image_deprecated(
-    data: Any, mode: Optional[str] = None, *, name: Optional[str] = None
-) -> npt.NDArray[np.uint8]:
-    """Deprecated: use :func:`decode_with_pillow` (the same, without a warning) or
-    :func:`tfrecord_lite.io.decode_image` (TensorFlow's).
-
-    ``tfr.decode_image`` has been the Pillow-style helper under TensorFlow's name, but a
-    grayscale image comes out ``(H, W)``, where ``tf.io.decode_image`` (and
-    ``tfr.io.decode_image``) gives ``(H, W, 1)``. It still returns what it did, with a
-    warning; it will become TensorFlow's ``decode_image``, so that the
-    same name means one thing. Until then the warning is a
-    ``PendingDeprecationWarning`` (shown by test runners, not in a plain run).
-    """
-    warnings.warn(
-        "tfr.decode_image is deprecated: it is the Pillow-style helper (grayscale "
-        "(H, W)), now named tfr.decode_with_pillow; TensorFlow's decode_image (grayscale "
-        "(H, W, 1)) is tfr.io.decode_image, which tfr.decode_image will become",
-        PendingDeprecationWarning,
-        stacklevel=2,
-    )
-    return decode_with_pillow(data, mode, name=name)

@@ -120,8 +120,11 @@ def tf_decode_image(
 ) -> npt.NDArray[Any]:
     """Decode a BMP, GIF, JPEG or PNG, as ``tf.io.decode_image``.
 
-    Returns ``(H, W, C)``; an animated GIF gives ``(frames, H, W, 3)`` (every GIF,
-    as TensorFlow) unless ``expand_animations=False`` (then its first frame, 3-D).
+    Returns ``(H, W, C)``, grayscale ``(H, W, 1)``; a GIF gives ``(frames, H, W, 3)``
+    (every GIF, as TensorFlow) unless ``expand_animations=False`` (then its first
+    frame, 3-D). This is ``tfr.decode_image``, ``tfr.io.decode_image`` and
+    ``tfr.image.decode_image``; :func:`tfrecord_lite.decode_with_pillow` is the
+    Pillow-style helper (grayscale ``(H, W)``, Pillow's formats, a ``mode=``).
     ``channels``: None / 0 (as stored), 1, 3 or 4. ``dtype``: ``np.uint8`` (default),
     ``np.uint16`` or ``np.float32`` (scaled to [0, 1] as ``tf.image.convert_image_dtype``).
     JPEGs decode as :func:`decode_jpeg` (default ``dct_method``), PNGs as
@@ -130,6 +133,12 @@ def tf_decode_image(
     """
     del name
     what = "decode_image"
+    if isinstance(channels, str):  # decode_image(data, "L"): the Pillow-style helper's mode
+        raise TypeError(
+            f"{what}: channels must be an int (0, 1, 3 or 4), got the str {channels!r}; "
+            "decode_image is TensorFlow's (grayscale (H, W, 1)): to convert to a Pillow "
+            "mode use tfr.decode_with_pillow(data, mode=...)"
+        )
     ch = _check_channels(channels, (0, 1, 3, 4), what)
     data = image_bytes(contents, what)
     if data[:3] == b"\xff\xd8\xff":  # a JPEG (Pillow's test too): no need to open it twice
@@ -158,7 +167,7 @@ def tf_decode_image(
         return _convert_dtype(_to_channels(_as_hwc(img, what), ch), dtype, what)
     raise ParseError(
         f"{what}: unknown image format {fmt!r}; TensorFlow's decode_image reads BMP, GIF, "
-        "JPEG and PNG"
+        "JPEG and PNG (tfr.decode_with_pillow reads every format Pillow reads)"
     )
 
 
