@@ -109,7 +109,7 @@ def test_parquet_and_arrow_come_from_the_name(tmp_path: Path, capsys: Any) -> No
     [
         ("out.parquet", ["--to", "tfrecord"], "named as a Parquet file"),
         ("out.tfrecord", ["--to", "parquet"], "named as a TFRecord file"),
-        ("out.feather", ["--to", "parquet"], "named as a Arrow IPC"),
+        ("out.feather", ["--to", "parquet"], "named as an Arrow IPC"),
         ("out.gz", ["--compression", "ZLIB"], "--compression ZLIB"),
         ("out.tfrecord.zz", ["--compression", "NONE"], "--compression NONE"),
         ("out.parquet", ["--compression", "GZIP"], "--compression is for TFRecord"),
@@ -117,7 +117,10 @@ def test_parquet_and_arrow_come_from_the_name(tmp_path: Path, capsys: Any) -> No
         ("out.arrow", ["--shards", "2"], "--shards and --index"),
         ("out.xyz", [], "'.xyz', that convert does not know"),
         ("out.csv", [], "named as a CSV file"),
-        ("out.tar", [], "WebDataset"),
+        ("out.tar.gz", [], "'.tar.gz' asks for GZIP compression of a WebDataset"),
+        ("out.tar", ["--to", "array_record"], "named as a WebDataset (tar) file"),
+        ("out.array_record", ["--to", "tfrecord"], "named as an ArrayRecord file"),
+        ("out.riegeli", [], "named as a Riegeli file"),
         ("new/dir/out.json", [], "named as a JSON file"),
     ],
 )
@@ -164,3 +167,17 @@ def test_a_failed_table_output_leaves_nothing_behind(
     for name in ("new.parquet", "new.arrow"):
         assert main(["-q", "convert", str(src), str(tmp_path / name), "--skip-bad"]) == 130
         assert _leftovers(tmp_path, {"in.tfrecord", "out.arrow"}) == []
+
+
+def test_formats_convert_writes_but_does_not_read_are_refused_as_inputs(
+    tmp_path: Path, capsys: Any
+) -> None:
+    src, records = _source(tmp_path)
+    for name in ("in.tar", "in.array_record"):
+        (tmp_path / name).write_bytes(src.read_bytes())
+        assert main(["convert", str(tmp_path / name), str(tmp_path / "o.tfrecord")]) == 2
+        assert "writes but does not read" in capsys.readouterr().err
+        # --from tfrecord reads a TFRecord file of any name
+        argv = ["-q", "convert", str(tmp_path / name), str(tmp_path / "o.tfrecord")]
+        assert main([*argv, "--from", "tfrecord"]) == 0
+        assert _records(tmp_path / "o.tfrecord") == records

@@ -1,5 +1,7 @@
 """``tfrecord-lite convert``: recompress, merge or split files keeping every record
-in order; TFRecords to Parquet or Arrow IPC (Feather) and back.
+in order; TFRecords to Parquet or Arrow IPC (Feather) and back; TFRecords, tables and
+TFDS / RLDS directories to WebDataset shards (``_convert_webdataset``) and ArrayRecord
+(``_convert_array_record``); TFDS directories to tables (``_convert_tfds``).
 
 The output's format comes from its name or ``--to`` (see ``_convert_names``); a name
 and options that disagree are refused before anything is read or written.
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .._examples import DEFAULT_SAMPLE
 from .._files import Damage, SalvageInfo, TFRecordWriter, fs, salvage_file, shard_name
@@ -28,10 +30,15 @@ from ._common import (
     remove_inprogress,
     same_file,
     say,
+    tfds_inputs,
     total_size,
 )
-from ._convert_names import FORMATS, KNOWN, Target, input_format, output_target
+from ._convert_names import FORMATS, KNOWN, READS, Target, input_format, output_target
 from ._convert_tables import TableFile, read_tables, schema_of
+from ._convert_webdataset import TarShards, parse_size
+
+if TYPE_CHECKING:
+    from ._convert_tfds import TfdsInput
 from ._output import plural
 
 
@@ -47,6 +54,8 @@ class _Records:
         self.ctx = ctx
         self.inputs = inputs
         self.skipped = 0
+        #: the file and index of the record last handed out (for errors about it)
+        self.where: tuple[str, int] = ("", 0)
 
     def __call__(self, desc: str = "convert", report: bool = True) -> Iterator[bytes]:
         with self.ctx.bar(total_size(self.inputs), desc, "B") as bar:
@@ -60,7 +69,41 @@ class _Records:
                             self.skipped += 1
                             say(bar, damage_line(item, path, bool(info.compression)), err=True)
                         continue
+                    self.where = (path, item.index)
                     yield item.data
+
+
+class _TableRecords(_Records):
+    """The rows of Parquet / Arrow inputs as Examples (or SequenceExamples)."""
+
+    def __init__(self, args: argparse.Namespace, ctx: Ctx, inputs: list[str], fmt: str) -> None:
+        super().__init__(args, ctx, inputs)
+        self.format = fmt
+
+    def __call__(self, desc: str = "convert", report: bool = True) -> Iterator[bytes]:
+        from .._tables import table_records
+
+        for path in self.inputs:
+            row = 0
+            for table in read_tables(path, self.format):
+                for data in table_records(table):
+                    self.where = (path, row)
+                    row += 1
+                    yield data
+
+
+class _TfdsRecords(_Records):
+    """The records of TFDS splits as they are stored (see ``_convert_tfds``)."""
+
+    def __init__(self, args: argparse.Namespace, ctx: Ctx, tfds: TfdsInput) -> None:
+        super().__init__(args, ctx, [])
+        self.tfds = tfds
+
+    def __call__(self, desc: str = "convert", report: bool = True) -> Iterator[bytes]:
+        with self.ctx.bar(self.tfds.num_examples, desc, "rec") as bar:
+            for path, index, data in self.tfds.records(bar.update):
+                self.where = (path, index)
+                yield data
 
 
 def _check_outputs(outputs: list[str], inputs: list[str]) -> None:
@@ -78,7 +121,9 @@ def _make_parent(out: str) -> None:
         os.makedirs(out_dir, exist_ok=True)
 
 
-def _write_table_file(target: Target, out: str, tables: Iterator[Any], schema: Any) -> int:
+def _write_table_file(
+    target: Target, out: str, tables: Iterator[Any], schema: Optional[Any]
+) -> int:
     """Write the tables to ``out`` atomically; the number of rows written."""
     if fs.is_url(out):
         raise UsageError(f"{target.describe()} output is written to a local path, not {out!r}")
@@ -178,27 +223,100 @@ def _copy_records(args: argparse.Namespace, target: Target, records: _Records) -
     return written
 
 
-def run(args: argparse.Namespace, ctx: Ctx) -> int:
+def _records_to_webdataset(args: argparse.Namespace, shards: TarShards, records: _Records) -> str:
+    """Records -> WebDataset samples in tar shards (see ``_convert_samples``)."""
+    from ._convert_samples import SampleMaker
+    from ._convert_webdataset import write_samples
+
+    maker = SampleMaker(args.key)
+
+    def samples() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
+        for n, data in enumerate(records()):
+            path, index = records.where
+            yield maker.make(data, n, path, index)
+
+    write_samples(shards, samples())
+    return shards.describe()
+
+
+def _check_options(args: argparse.Namespace, target: Target, tfds: bool) -> None:
+    """Options that do not apply to the output or the inputs: refused before anything runs."""
     out = args.output
-    # What to write, from the name and the options, before anything is read or written.
-    target = output_target(out, args.to, args.compression)
     if target.format != "tfrecord" and (args.shards or args.index):
         raise UsageError(
             f"--shards and --index are for TFRecord output, not {target.describe()} ({out!r})"
         )
-    inputs = expand_inputs(args.inputs)
-    source = input_format(inputs, args.from_format)
+    if target.format != "webdataset":
+        given = [o for o, v in (("--shard-size", args.shard_size), ("--key", args.key)) if v]
+        given += ["--overwrite"] if args.overwrite else []
+        if given:
+            raise UsageError(
+                f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for WebDataset "
+                f"output (.tar), not {target.describe()} ({out!r})"
+            )
+    elif args.shard_size is None and "%" in os.path.basename(out):
+        raise UsageError(f"output {out!r} is a shard pattern: give --shard-size too")
+    if not tfds and (args.split is not None or args.steps is not None):
+        raise UsageError("--split and --steps are for TFDS dataset directories as inputs")
+    if tfds and args.steps == "rows" and target.format not in ("parquet", "arrow"):
+        raise UsageError(
+            f"--steps rows is for Parquet and Arrow output; {target.describe()} output gets "
+            "the episodes' records as they are stored"
+        )
+    if tfds and args.skip_bad:
+        raise UsageError("--skip-bad is for TFRecord inputs, not TFDS dataset directories")
+
+
+def run(args: argparse.Namespace, ctx: Ctx) -> int:
+    out = args.output
+    # What to write, from the name and the options, before anything is read or written.
+    target = output_target(out, args.to, args.compression)
+    dirs = tfds_inputs(args.inputs)
+    _check_options(args, target, dirs is not None)
+    tfds: Optional[TfdsInput] = None
+    if dirs is not None:
+        from ._convert_tfds import TfdsInput
+
+        inputs = dirs
+        source = "tfds"
+        tfds = TfdsInput(dirs, args.split, args.steps or "lists")  # checked before writing
+    else:
+        inputs = expand_inputs(args.inputs)
+        source = input_format(inputs, args.from_format)
     shards: Optional[int] = args.shards
     outputs = [shard_name(out, i, shards) for i in range(shards)] if shards else [out]
-    _check_outputs(outputs, inputs)
-    if source != "tfrecord" and source == target.format:
+    _check_outputs(outputs, [] if tfds else inputs)
+    if source not in ("tfrecord", "tfds") and source == target.format:
         raise UsageError(
             f"the inputs are {target.describe()} already and so is the output {out!r}: "
             "convert turns TFRecords into tables and back"
         )
-    records = _Records(args, ctx, inputs)
+    tar = TarShards(out, args.shard_size, args.overwrite) if target.format == "webdataset" else None
+    if tar is not None:
+        tar.check()  # an output that exists: refused unless --overwrite
+    records: _Records
+    if tfds is not None:
+        records = _TfdsRecords(args, ctx, tfds)
+    elif source in READS and source != "tfrecord":
+        records = _TableRecords(args, ctx, inputs, source)
+    else:
+        records = _Records(args, ctx, inputs)
     where = outputs[0] if len(outputs) == 1 else f"{outputs[0]} ... {outputs[-1]}"
-    if source == "tfrecord" and target.format == "tfrecord":
+    if target.format in ("parquet", "arrow") and tfds is not None:
+        with ctx.bar(None if args.steps == "rows" else tfds.num_examples, "convert", "ex") as bar:
+            written = _write_table_file(target, out, tfds.tables(bar.update), None)
+    elif target.format == "webdataset":
+        assert tar is not None
+        _make_parent(out)
+        where = _records_to_webdataset(args, tar, records)
+        written = tar.samples
+    elif target.format == "array_record":
+        from ._convert_array_record import array_record_module, write_array_record
+
+        array_record_module()  # the install hint before anything is read
+        _make_parent(out)
+        written = write_array_record(out, records())
+    elif source in ("tfrecord", "tfds") and target.format == "tfrecord":
         _make_parent(out)
         written = _copy_records(args, target, records)
     elif source == "tfrecord":
@@ -212,7 +330,14 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     if not ctx.quiet:
         extra = f"; {plural(records.skipped, 'damaged record')} skipped" if records.skipped else ""
         many = f", {len(outputs)} shards" if shards else ""
-        print(f"wrote {plural(written, 'record')} to {where} ({target.describe()}{many}){extra}")
+        if tar is not None and len(tar.paths) > 1:
+            many = f", {len(tar.paths)} shards"
+        noun = (
+            "sample"
+            if tar is not None
+            else ("row" if tfds and target.format in ("parquet", "arrow") else "record")
+        )
+        print(f"wrote {plural(written, noun)} to {where} ({target.describe()}{many}){extra}")
     return EXIT_DATA if records.skipped else EXIT_OK
 
 
@@ -222,14 +347,22 @@ def register(sub: Any) -> None:
         sub,
         "convert",
         run,
-        "recompress, merge or split files (order kept); TFRecords to Parquet/Arrow and back",
+        "recompress, merge or split files (order kept); TFRecords to Parquet, Arrow, "
+        "WebDataset, ArrayRecord and back; TFDS / RLDS directories to any of them",
         "Copy the records of the inputs, in order, to OUT (or to OUT-00000-of-0000N with "
         "--shards N: contiguous runs, so the shards read in order give the records in "
         "order). Any damage stops the copy (nothing is left behind) unless --skip-bad.\n\n"
         "The output's format and compression come from its name: " + KNOWN + ". --to and "
         "--compression may say the same; a name they disagree with, or an extension of "
         "another format, is refused (exit 2) before anything is written. Parquet and Arrow "
-        "inputs (by their names, or --from) are written back as Examples.",
+        "inputs (by their names, or --from) are written back as Examples.\n\n"
+        "WebDataset: one sample per record, KEY.jpg / KEY.png for an encoded image (byte "
+        "for byte), KEY.json for the other features, KEY.FEATURE.npy for long arrays; "
+        "--shard-size splits the samples into OUT-000000.tar, OUT-000001.tar ... "
+        "ArrayRecord (the array_record extra): the records' bytes as they are.\n\n"
+        "TFDS / RLDS dataset directories (holding dataset_info.json): --split picks the "
+        "split; to Parquet / Arrow one row per example (or per step with --steps rows), "
+        "images kept encoded; to the other formats the records as they are stored.",
         examples_text(
             f"{PROG} convert train.tfrecord train.tfrecord.gz",
             f"{PROG} convert 'part-*.tfrecord' merged.tfrecord",
@@ -238,9 +371,19 @@ def register(sub: Any) -> None:
             f"{PROG} convert 'train-*.tfrecord' train.parquet",
             f"{PROG} convert 'train-*.tfrecord' train.arrow",
             f"{PROG} convert train.parquet train.tfrecord.zz",
+            f"{PROG} convert 'train-*.tfrecord' shards/train.tar --shard-size 1GB",
+            f"{PROG} convert train.tfrecord train.array_record",
+            f"{PROG} convert ~/tensorflow_datasets/bridge/0.1.0 bridge.parquet --split train",
+            f"{PROG} convert ~/tensorflow_datasets/bridge/0.1.0 steps.parquet --split train "
+            "--steps rows",
         ),
     )
-    p.add_argument("inputs", nargs="+", metavar="IN", help="input files, globs or name@N specs")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="IN",
+        help="input files, globs or name@N specs, or TFDS dataset directories",
+    )
     p.add_argument(
         "output",
         metavar="OUT",
@@ -266,12 +409,13 @@ def register(sub: Any) -> None:
         choices=FORMATS,
         default=None,
         help="output format (default: from OUT's extension, else tfrecord); parquet and "
-        "arrow write one file, columns as in tfrecord_lite.arrow (needs pyarrow)",
+        "arrow write one file, columns as in tfrecord_lite.arrow (needs pyarrow); "
+        "webdataset tar files; array_record one file (needs array-record)",
     )
     p.add_argument(
         "--from",
         dest="from_format",
-        choices=FORMATS,
+        choices=READS,
         help="input format (default: parquet / arrow when every input is named so)",
     )
     p.add_argument(
@@ -281,3 +425,42 @@ def register(sub: Any) -> None:
         metavar="N",
         help=f"records the table schema is inferred from (default {DEFAULT_SAMPLE})",
     )
+    wds = p.add_argument_group("WebDataset output (.tar)")
+    wds.add_argument(
+        "--shard-size",
+        type=_size_arg,
+        metavar="SIZE",
+        help="split the samples into tar shards of at most SIZE (500MB, 1GB, 2GiB), "
+        "named OUT-000000.tar, OUT-000001.tar ... or after a %%06d in OUT",
+    )
+    wds.add_argument(
+        "--key",
+        metavar="FEATURE",
+        help="the feature whose value (one string or integer) is each sample's key "
+        "(default: the record's index, zero-padded)",
+    )
+    wds.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing output (and remove its shards the new run does not write)",
+    )
+    tf = p.add_argument_group("TFDS / RLDS dataset directories as inputs")
+    tf.add_argument(
+        "--split",
+        help="the split to read: train, test, 'train[:10%%]' ... (default: the only one)",
+    )
+    tf.add_argument(
+        "--steps",
+        choices=("lists", "rows"),
+        default=None,
+        help="episodic (RLDS) datasets to Parquet / Arrow: one row per episode, its steps "
+        "as list columns (lists, the default), or one row per step with episode_index and "
+        "step_index (rows)",
+    )
+
+
+def _size_arg(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -4,7 +4,8 @@ The name's extension says the format: ``.tfrecord`` (``.tfrecords``, ``.tfrec``,
 ``.tfr``, ``.record``, ``.records``) or none for TFRecords, ``.gz`` / ``.gzip`` for GZIP
 and ``.zz`` / ``.zlib`` for ZLIB TFRecords (``train.tfrecord.gz``, ``train.gz``),
 ``.parquet`` / ``.pq`` for Parquet, ``.arrow`` / ``.feather`` / ``.ipc`` for an Arrow
-IPC file (Feather v2). A shard's name (``train.tfrecord-00003-of-00016``) is read
+IPC file (Feather v2), ``.tar`` for WebDataset and ``.array_record`` for ArrayRecord
+(both written, not read). A shard's name (``train.tfrecord-00003-of-00016``) is read
 without its shard suffix. ``--to`` and ``--compression`` may repeat what the name says;
 an option that disagrees with it, or an extension that is none of these, is a usage
 error, raised before anything is written: one format is never written under another's
@@ -21,12 +22,20 @@ from typing import Optional
 from .._files import fs
 from ._common import UsageError
 
-__all__ = ["FORMATS", "Target", "input_format", "output_target"]
+__all__ = ["FORMATS", "READS", "Target", "input_format", "output_target"]
 
-#: The formats ``convert`` reads and writes, as ``--to`` / ``--from`` name them.
-FORMATS = ("tfrecord", "parquet", "arrow")
+#: The formats ``convert`` writes, as ``--to`` names them.
+FORMATS = ("tfrecord", "parquet", "arrow", "webdataset", "array_record")
+#: The formats it reads (``--from``); TFDS directories are found by their contents.
+READS = ("tfrecord", "parquet", "arrow")
 
-_TITLE = {"tfrecord": "TFRecord", "parquet": "Parquet", "arrow": "Arrow IPC (Feather)"}
+_TITLE = {
+    "tfrecord": "TFRecord",
+    "parquet": "Parquet",
+    "arrow": "Arrow IPC (Feather)",
+    "webdataset": "WebDataset (tar)",
+    "array_record": "ArrayRecord",
+}
 
 _EXTENSIONS = {
     ".tfrecord": "tfrecord",
@@ -40,13 +49,13 @@ _EXTENSIONS = {
     ".arrow": "arrow",
     ".feather": "arrow",
     ".ipc": "arrow",
+    ".tar": "webdataset",
+    ".array_record": "array_record",
 }
 _COMPRESSIONS = {".gz": "GZIP", ".gzip": "GZIP", ".zz": "ZLIB", ".zlib": "ZLIB"}
 
 #: Extensions of formats ``convert`` does not write, named in the refusal.
 _OTHERS = {
-    ".tar": "WebDataset (tar)",
-    ".array_record": "ArrayRecord",
     ".riegeli": "Riegeli",
     ".csv": "CSV",
     ".tsv": "TSV",
@@ -75,8 +84,8 @@ _SHARD_SUFFIX = re.compile(r"-\d+-of-\d+\Z")
 
 KNOWN = (
     "TFRecord (.tfrecord, .tfrecords, .tfrec, .tfr, .record, .records or no extension; "
-    "GZIP with .gz, ZLIB with .zz / .zlib), Parquet (.parquet, .pq) and Arrow IPC / "
-    "Feather (.arrow, .feather, .ipc)"
+    "GZIP with .gz, ZLIB with .zz / .zlib), Parquet (.parquet, .pq), Arrow IPC / "
+    "Feather (.arrow, .feather, .ipc), WebDataset (.tar) and ArrayRecord (.array_record)"
 )
 
 
@@ -91,6 +100,11 @@ class Target:
         if self.format == "tfrecord":
             return self.compression or "uncompressed"
         return _TITLE[self.format]
+
+
+def _a(title: str) -> str:
+    """The article before a format's name (an Arrow file, a Parquet file)."""
+    return "an" if title[:1] in "AEIOU" else "a"
 
 
 def _extension(name: str) -> str:
@@ -128,17 +142,22 @@ def name_says(path: str) -> tuple[Optional[str], Optional[str], str]:
     fmt = _EXTENSIONS.get(ext)
     if fmt is None:
         what = _OTHERS.get(ext)
-        said = f"is named as a {what} file" if what else f"has an extension, {ext!r}, "
+        said = f"is named as {_a(what)} {what} file" if what else f"has an extension, {ext!r}, "
         said += "" if what else "that convert does not know"
         raise UsageError(
             f"output {path!r} {said}: convert writes {KNOWN}. "
             "Name the output after the format you want written"
         )
     if compression is not None and fmt != "tfrecord":
+        why = (
+            "its images are compressed already"
+            if fmt == "webdataset"
+            else "it compresses its own data"
+        )
         raise UsageError(
             f"output {path!r}: {shown!r} asks for {compression} compression of a "
-            f"{_TITLE[fmt]} file, which convert does not write ({_TITLE[fmt]} compresses "
-            f"its own data): name it with {ext!r} alone"
+            f"{_TITLE[fmt]} file, which convert does not write ({why}): name it with "
+            f"{ext!r} alone"
         )
     return fmt, compression, shown
 
@@ -153,7 +172,7 @@ def output_target(path: str, to: Optional[str], compression: Optional[str]) -> T
     option_comp = None if compression is None else ("" if compression == "NONE" else compression)
     if fmt is not None and to is not None and to != fmt:
         raise UsageError(
-            f"output {path!r} is named as a {_TITLE[fmt]} file ({shown!r}) but --to {to} "
+            f"output {path!r} is named as {_a(_TITLE[fmt])} {_TITLE[fmt]} file ({shown!r}) but --to {to} "
             f"writes {_TITLE[to]}: name the output for the format (or leave --to out)"
         )
     fmt = fmt or to or "tfrecord"
@@ -180,5 +199,12 @@ def input_format(paths: list[str], given: Optional[str]) -> str:
     said = set()
     for p in paths:
         ext = _extension(_base_name(p))
-        said.add(_EXTENSIONS.get(ext, "tfrecord") if ext not in _COMPRESSIONS else "tfrecord")
+        fmt = _EXTENSIONS.get(ext, "tfrecord") if ext not in _COMPRESSIONS else "tfrecord"
+        if fmt not in READS:
+            raise UsageError(
+                f"input {p!r} is named as {_a(_TITLE[fmt])} {_TITLE[fmt]} file, which convert writes but "
+                "does not read: it reads TFRecord, Parquet and Arrow files and TFDS dataset "
+                "directories (--from tfrecord reads a TFRecord file of any name)"
+            )
+        said.add(fmt)
     return said.pop() if len(said) == 1 else "tfrecord"
