@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -125,3 +126,108 @@ def test_seekable_must_be_a_bool(tmp_path: Path) -> None:
     with tfr.TFRecordWriter(tmp_path / "plain", seekable=True) as w:  # nothing to flush
         w.write(b"x")
     assert list(tfr.tf_record_iterator(str(tmp_path / "plain"))) == [b"x"]
+
+
+def _no_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a compressed file may not inflate it whole to find its seek points."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the shard was read through to index it")
+
+    monkeypatch.setattr(_gzindex, "build", refuse)
+
+
+@pytest.mark.parametrize("split", [{"num_shards": 3}, {"records_per_shard": 7000}])
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_seekable_shards_get_their_seek_point_index_as_they_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: str, split: dict[str, Any]
+) -> None:
+    recs = records(20000, seed=5)
+    with tfr.ShardedWriter(
+        tmp_path / "train", compression=compression, write_index=True, seekable=True, **split
+    ) as w:
+        for r in recs:
+            w.write(r)
+    if "num_shards" in split:
+        expected = [recs[k::3] for k in range(3)]
+    else:
+        expected = [recs[k : k + 7000] for k in range(0, len(recs), 7000)]
+    assert [list(tfr.tf_record_iterator(p, compression)) for p in w.paths] == expected
+    _no_pass(monkeypatch)
+    for path, index, want in zip(w.paths, w.index_paths, expected):
+        found = kinds(index)
+        assert found[0] == _gzindex.START and found.count(_gzindex.FLUSH) >= 4, found
+        assert set(found[1:]) == {_gzindex.FLUSH}
+        with tfr.TFRecordFile(path) as f:
+            assert len(f) == len(want)
+            for i in np.random.default_rng(2).permutation(len(want))[:150].tolist():
+                f._gz.drop()  # type: ignore[union-attr]
+                assert f[i] == want[i]
+            assert list(f) == want
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_a_seekable_shard_index_is_tied_to_its_shard(tmp_path: Path, compression: str) -> None:
+    with tfr.ShardedWriter(
+        tmp_path / "s", num_shards=1, compression=compression, write_index=True, seekable=True
+    ) as w:
+        w.write_all(records(8000, seed=6))
+    path = w.paths[0]
+    blob = bytearray(Path(path).read_bytes())
+    blob[-20] ^= 0xFF  # same size, another tail
+    Path(path).write_bytes(bytes(blob))
+    with pytest.raises(tfr.StaleIndexError, match="hash"):
+        tfr.TFRecordFile(path)
+
+
+def test_shards_that_are_not_seekable_keep_the_text_index(tmp_path: Path) -> None:
+    with tfr.ShardedWriter(tmp_path / "t", num_shards=1, compression="GZIP", write_index=True) as w:
+        w.write_all(records(8000, seed=7))
+    assert not Path(w.index_paths[0]).read_bytes().startswith(_gzindex.MAGIC)
+    with tfr.ShardedWriter(tmp_path / "p", num_shards=1, write_index=True, seekable=True) as w:
+        w.write_all(records(100))  # plain: nothing to flush, the text index
+    assert Path(w.index_paths[0]).read_text().startswith("0 ")
+    assert list(tfr.TFRecordFile(w.paths[0])) == records(100)
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_seekable_shards_without_an_index_are_flushed(tmp_path: Path, compression: str) -> None:
+    recs = records(12000, seed=8)
+    with tfr.ShardedWriter(
+        tmp_path / "n", records_per_shard=6000, compression=compression, seekable=True
+    ) as w:
+        w.write_all(recs)
+    assert w.index_paths == []
+    for path in w.paths:
+        assert kinds(tfr.create_index(path, spacing=512 * 1024)).count(_gzindex.FLUSH) >= 3
+
+
+def test_sharded_writer_seekable_must_be_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="seekable"):
+        tfr.ShardedWriter(tmp_path / "x", 2, seekable=1)  # type: ignore[arg-type]
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_write_examples_seekable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: str
+) -> None:
+    from tfrecord_lite._examples import _columns
+
+    monkeypatch.setattr(_columns, "WRITE_CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setenv("TFRECORD_LITE_DEFLATE_BACKEND", "zlib")
+    rng = np.random.default_rng(9)
+    columns = {
+        "id": np.arange(6000, dtype=np.int64),
+        "vec": rng.integers(0, 1000, (6000, 40)).astype(np.int64),
+        "name": [b"row %d" % i for i in range(6000)],
+    }
+    found = {}
+    for seekable in (False, True):
+        path = tmp_path / f"{seekable}.tfr"
+        assert tfr.write_examples(path, columns, compression=compression, seekable=seekable) == 6000
+        back = tfr.read_examples(path)
+        assert (back["id"] == columns["id"]).all() and (back["vec"] == columns["vec"]).all()
+        found[seekable] = kinds(tfr.create_index(path, spacing=256 * 1024))
+    assert found[True].count(_gzindex.FLUSH) >= 3 and _gzindex.BLOCK not in found[True]
+    assert _gzindex.FLUSH not in found[False]

@@ -167,6 +167,7 @@ def write_examples(
     *,
     compression: Union[str, TFRecordOptions, None] = None,
     raw: Sequence[str] = (),
+    seekable: bool = False,
     storage_options: Optional[Mapping[str, Any]] = None,
 ) -> int:
     """Write one ``tf.train.Example`` per row of ``columns``; return the record count.
@@ -191,7 +192,10 @@ def write_examples(
 
     ``compression``: ``None`` / ``""`` (plain), ``"GZIP"``, ``"ZLIB"`` or
     :class:`TFRecordOptions`. The records are built directly in the wire format, a
-    whole chunk of rows at a time; values round-trip exactly.
+    whole chunk of rows at a time; values round-trip exactly. ``seekable=True``
+    (GZIP/ZLIB) writes the file as ``TFRecordWriter(..., seekable=True)`` does:
+    fully flushed at a record boundary every few MiB, so its index
+    (:func:`~tfrecord_lite.create_index`) needs no window for those seek points.
     """
     prepared, n = _prepare(columns, raw)
     step = _chunk_rows(prepared)
@@ -202,7 +206,9 @@ def write_examples(
         return _encode_columns_framed({k: v[start:stop] for k, v in prepared.items()}, stop - start)
 
     if len(starts) < 2 or (os.cpu_count() or 1) < 2 or engine(step) != "jit":
-        with TFRecordWriter(path, compression, storage_options=storage_options) as writer:
+        with TFRecordWriter(
+            path, compression, seekable=seekable, storage_options=storage_options
+        ) as writer:
             for start in starts:
                 writer.write_all(encode(start))
         return n
@@ -210,7 +216,9 @@ def write_examples(
     try:
         chunks = _ahead(pool, encode, starts)
         next_chunk = next(chunks)  # (submits the first ones before the file is opened)
-        with TFRecordWriter(path, compression, storage_options=storage_options) as writer:
+        with TFRecordWriter(
+            path, compression, seekable=seekable, storage_options=storage_options
+        ) as writer:
             writer.write_all(next_chunk.result())
             for chunk in chunks:
                 writer.write_all(chunk.result())

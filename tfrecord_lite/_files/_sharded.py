@@ -3,7 +3,8 @@
 :class:`ShardedWriter` splits records over several TFRecord files, named as
 TensorFlow, Beam and TFDS name them (``%s-%05d-of-%05d``), optionally writing an
 index file (``<shard>.index``, the ``offset length`` format of
-:mod:`tfrecord_lite._files._index`) beside each shard.
+:mod:`tfrecord_lite._files._index`, or the binary index of a seekable GZIP/ZLIB
+shard) beside each shard.
 
 Three ways to split:
 
@@ -61,8 +62,10 @@ import numpy as np
 from .._errors import ClosedError
 from .._record import RECORD_OVERHEAD, as_buffer
 from . import _fs
+from ._gzindex import FLUSH, START, GzIndex, SeekPoint, encode, fingerprint
 from ._handles import create_parent, named_for
 from ._index import write_index
+from ._indexfile import _write_bytes
 from ._lockfile import PathLock
 from ._options import TFRecordOptions
 from ._paths import shard_name
@@ -90,10 +93,15 @@ class _Shard:
     __slots__ = ("bytes", "offsets", "records", "tmp_path", "writer")
 
     def __init__(
-        self, tmp_path: str, options: TFRecordOptions, with_index: bool, atomic: bool = False
+        self,
+        tmp_path: str,
+        options: TFRecordOptions,
+        with_index: bool,
+        atomic: bool = False,
+        seekable: bool = False,
     ) -> None:
         self.tmp_path = tmp_path
-        self.writer = TFRecordWriter(tmp_path, options, atomic=atomic)
+        self.writer = TFRecordWriter(tmp_path, options, atomic=atomic, seekable=seekable)
         self.offsets: Optional[array[int]] = array("q") if with_index else None
         self.records = 0
         self.bytes = 0  # framed, uncompressed bytes: also the next record's offset
@@ -122,7 +130,18 @@ class ShardedWriter:
     ``max_bytes_per_shard``); see the module documentation. ``compression`` /
     ``options`` are as for :class:`TFRecordWriter`. ``suffix`` is appended to each
     name (``suffix=".tfrecord"`` gives ``train-00000-of-00004.tfrecord``).
-    ``write_index=True`` writes ``<shard>.index`` next to each shard.
+    ``write_index=True`` writes ``<shard>.index`` next to each shard: the
+    ``offset length`` text index (offsets in the decompressed stream for a GZIP/ZLIB
+    shard).
+
+    ``seekable=True`` (GZIP/ZLIB) writes each shard as
+    ``TFRecordWriter(..., seekable=True)`` does: a full flush at a record boundary
+    every few MiB, one standard stream any reader reads. With ``write_index=True`` the
+    index of such a shard is the binary index of compressed files
+    (:func:`~tfrecord_lite.create_index`), its seek points those flush points, made
+    from what was written without reading the shard again: ``TFRecordFile``, the
+    ``torch`` ``MapDataset`` and the other random-access readers open each shard at
+    once.
 
     After :meth:`close`: :attr:`paths` are the shard files, :attr:`index_paths`
     their index files (if written) and :attr:`shard_records` the number of records
@@ -140,6 +159,7 @@ class ShardedWriter:
         options: Union[str, int, TFRecordOptions, None] = None,
         suffix: str = "",
         write_index: bool = False,
+        seekable: bool = False,
         storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.prefix = _fs.bind(prefix, storage_options)
@@ -162,6 +182,9 @@ class ShardedWriter:
         self.compression = self._options.compression_type
         self.suffix = suffix
         self.write_index = write_index
+        if not isinstance(seekable, bool):
+            raise TypeError(f"seekable must be True or False, got {type(seekable).__name__}")
+        self.seekable = seekable
         self._lock = threading.Lock()
         self._done: list[_Shard] = []  # finished shards (sequential mode)
         self._open: list[_Shard] = []  # open shards: all N, or the current one
@@ -218,11 +241,11 @@ class ShardedWriter:
         if _fs.is_url(self.prefix):
             if self._num_shards is not None:  # final name known: upload there, commit at close
                 final = shard_name(self.prefix, i, self._num_shards) + self.suffix
-                return _Shard(final, self._options, self.write_index, atomic=True)
-            return _Shard(self._tmp_name(i), self._options, self.write_index, atomic=True)
+                return _Shard(final, self._options, self.write_index, True, self.seekable)
+            return _Shard(self._tmp_name(i), self._options, self.write_index, True, self.seekable)
         tmp = self._tmp_name(i)
         with named_for(self.prefix, tmp):  # an error names the prefix, not the hidden name
-            return _Shard(tmp, self._options, self.write_index)
+            return _Shard(tmp, self._options, self.write_index, seekable=self.seekable)
 
     def write(self, record: Record, shard: Optional[int] = None) -> None:
         """Append one record; ``shard`` picks the shard (only with ``num_shards``)."""
@@ -318,14 +341,33 @@ class ShardedWriter:
             self.paths.append(final)
             self.shard_records.append(shard.records)
             if shard.offsets is not None:
-                offsets = np.frombuffer(shard.offsets, dtype=np.int64)
-                lengths = np.diff(np.append(offsets, np.int64(shard.bytes)))
-                table = np.stack([offsets, lengths], axis=1)
-                self.index_paths.append(write_index(final + ".index", table))
+                self.index_paths.append(self._write_shard_index(final, shard))
         # Last: the manifest that says the set is complete.
         names = [_fs.split(p)[1] for p in self.paths]
         write_manifest(self.prefix, self.suffix, list(zip(names, self.shard_records)))
         return list(self.paths)
+
+    def _write_shard_index(self, final: str, shard: _Shard) -> str:
+        """The index of a finished shard, from what was written: offsets and lengths as
+        text, or (a seekable GZIP/ZLIB shard) the binary index with the writer's full
+        flush points as its seek points, no pass over the file needed."""
+        offsets = np.frombuffer(shard.offsets, dtype=np.int64) if shard.offsets else None
+        if offsets is None:
+            offsets = np.zeros(0, dtype=np.int64)
+        lengths = np.diff(np.append(offsets, np.int64(shard.bytes)))
+        name = final + ".index"
+        if not (self.seekable and self.compression):
+            return write_index(name, np.stack([offsets, lengths], axis=1))
+        size = _fs.size(final)
+        points = [SeekPoint(0, 0, START)]
+        for comp, out in shard.writer._flush_points:
+            if points[-1].out < out < shard.bytes and comp < size:
+                points.append(SeekPoint(8 * comp, out, FLUSH))
+        index = GzIndex(
+            self.compression, size, fingerprint(final, size), lengths, shard.bytes, points
+        )
+        _write_bytes(name, encode(index))
+        return name
 
     def _discard(self) -> None:
         """Close and delete every temporary file (construction failed)."""

@@ -210,6 +210,11 @@ class TFRecordWriter:
         # seekable: a full flush at a record boundary once this much input has passed.
         self._seek_every = SEEKABLE_SPACING if seekable and self._zobj is not None else 0
         self._since_point = 0
+        # seekable: bytes in (framed records) and out (compressed, from where this writer
+        # started), and where each full flush left them: (compressed, decompressed) offsets.
+        self._bytes_in = 0
+        self._bytes_out = 0
+        self._flush_points: list[tuple[int, int]] = []
         self._buffer_size = self._options.output_buffer_size or DEFAULT_BUFFER_SIZE
         self._parts: list[Union[bytes, memoryview]] = []
         self._pending = 0
@@ -336,17 +341,25 @@ class TFRecordWriter:
             self._parts = []
             self._pending = 0
             self._since_point += len(blob)
+            self._bytes_in += len(blob)
             if self._zobj is not None:
                 blob = self._zobj.compress(blob)
             if blob:
                 write_all(f, blob)
+                self._bytes_out += len(blob)
         due = self._seek_every and self._since_point >= self._seek_every
         if due and zlib_flush in (None, zlib.Z_SYNC_FLUSH):  # (parts are whole records)
             zlib_flush = zlib.Z_FULL_FLUSH
         if zlib_flush == zlib.Z_FULL_FLUSH:
             self._since_point = 0
         if self._zobj is not None and zlib_flush is not None:
-            write_all(f, self._zobj.flush(zlib_flush))
+            tail = self._zobj.flush(zlib_flush)
+            write_all(f, tail)
+            self._bytes_out += len(tail)
+            if zlib_flush == zlib.Z_FULL_FLUSH and self._seek_every:
+                points = self._flush_points
+                if not points or points[-1][1] != self._bytes_in:
+                    points.append((self._bytes_out, self._bytes_in))
 
     def flush(self, *, fsync: bool = False) -> None:
         """Write out everything buffered so far.
