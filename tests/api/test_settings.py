@@ -35,8 +35,6 @@ PENDING: dict[str, str] = {
     "_examples/_kernels.py": "_settings.numba_cache_dir(), _settings.cache_home()",
     # Being rewritten; pending _settings.fastpath() (TFRECORD_LITE_FASTPATH).
     "_examples/_extracted.py": "_settings.fastpath()",
-    # Pending _settings.system_zlib() (TFRECORD_LITE_NO_CZLIB).
-    "_files/_zran.py": "_settings.system_zlib()",
 }
 
 _READERS = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}

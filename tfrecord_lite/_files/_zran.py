@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import sys
 from typing import Any, Optional
+
+from .. import _settings
 
 __all__ = ["BlockInflater", "ZlibError", "available"]
 
@@ -59,7 +60,7 @@ def _load() -> Optional[Any]:
     if _TRIED:
         return _LIB
     _TRIED = True
-    if os.environ.get("TFRECORD_LITE_NO_CZLIB"):
+    if not _settings.system_zlib():  # TFRECORD_LITE_NO_CZLIB, read at the first use
         return None
     names = ["libz.so.1", "libz.dylib", "zlib1.dll"]
     found = ctypes.util.find_library("z") or ctypes.util.find_library("zlib1")
@@ -105,6 +106,7 @@ class BlockInflater:
     """
 
     def __init__(self, wbits: int, out_size: int = 256 * 1024) -> None:
+        self._live = False  # set first: __del__ runs even when __init__ raises
         lib = _load()
         if lib is None:
             raise ZlibError("no shared zlib library could be loaded")
