@@ -422,3 +422,30 @@ def test_many_small_members_are_indexed_by_one_inflater(
     assert len(framed) == 1  # 2000 outputs of 21 bytes: framed at once
     with TFRecordFile(path) as f:
         assert f[1999] == recs[1999] and f[:3] == recs[:3]
+
+
+def test_get_many_reads_records_between_two_seek_points_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_lite._files import _gzread
+
+    recs = records(1500, seed=5)
+    path = write(tmp_path / "many.gz", recs, "GZIP")
+    create_index(path, spacing=256 * 1024)
+    reads: list[tuple[int, int]] = []
+    real = _gzread.GzRanges.read
+
+    def counting(gz: _gzread.GzRanges, start: int, n: int) -> bytes:
+        reads.append((start, n))
+        return real(gz, start, n)
+
+    with TFRecordFile(path) as f:
+        points = len(f._gz.index.points)  # type: ignore[union-attr]
+        monkeypatch.setattr(_gzread.GzRanges, "read", counting)
+        picks = list(range(1, 1500, 3))
+        assert f.get_many(picks[::-1]) == [recs[i] for i in picks[::-1]]
+        # one read between two seek points (and per 16 MiB), not one per record
+        assert len(reads) <= points + 1 < len(picks) // 10
+        reads.clear()
+        picks = [1400, 5, 700]  # far apart: one read each
+        assert f[picks] == [recs[i] for i in picks] and len(reads) == 3

@@ -17,7 +17,8 @@ together hold every record once. Files are first put in a canonical order
   opening it, every file where it owns nothing: with 2 files and 8 shards each
   shard reads one file, not both. When a plain file has an index file
   (``file.index``/``file.idx``, see :func:`create_index`), a shard reads only its
-  own records from it instead of streaming the whole file.
+  own records from it instead of streaming the whole file (a GZIP/ZLIB file is
+  streamed, inflated once: a shard's records are spread over all of it).
 
 Several ``shard`` calls nest (shard ``j`` of ``m`` of shard ``i`` of ``n``), which is
 how :mod:`tfrecord_lite.torch` adds DataLoader workers and distributed ranks.
@@ -310,6 +311,13 @@ class _Source:
                 compression = detect_compression(f.read(16))
         return compression == ""
 
+    def _compressed(self, path: str) -> bool:
+        """Whether ``path`` is read as GZIP/ZLIB (told, or sniffed from its first bytes)."""
+        compression = reader_compression(self.compression)
+        if compression == "auto":
+            compression = detect_compression(fs.head(path, 16))
+        return compression != ""
+
     def _skip_reporter(self) -> Optional[Callable[[SkipReport], None]]:
         """Where a skipped stretch is reported: ``on_skip``, and a warning with "warn"."""
         on_skip, warn = self.on_skip, self.on_error == "warn"
@@ -334,17 +342,28 @@ class _Source:
         entry: int = 0,
     ) -> Iterator[Sequence[bytes]]:
         """Records ``start::step`` of a file with an index: read only those (one pread
-        each), each list noted in ``marks``."""
+        each), each list noted in ``marks``.
+
+        A GZIP/ZLIB file is streamed instead, inflated once: every byte of it is
+        inflated for records spread over all of it, and a text index (decompressed
+        offsets) could not even be checked without a pass of its own.
+        """
         from .._files import RandomAccessError, StaleIndexError, TFRecordFile
 
+        def streamed() -> Iterator[Sequence[bytes]]:
+            return _picked(self._stream(path), start, step, None, marks, entry, None, False)
+
+        if self._compressed(path):
+            yield from streamed()
+            return
         try:
             f = TFRecordFile(path, index_path, compression=self.compression, verify=self.verify)
-        except RandomAccessError:  # compressed: stream it
-            yield from _picked(self._stream(path), start, step, None, marks, entry, None, False)
+        except RandomAccessError:  # not readable at random after all: stream it
+            yield from streamed()
             return
         except StaleIndexError as err:
             warnings.warn(f"{err}; reading {path!r} without it", RuntimeWarning, stacklevel=2)
-            yield from _picked(self._stream(path), start, step, None, marks, entry, None, False)
+            yield from streamed()
             return
         try:
             n = len(f)

@@ -131,8 +131,12 @@ class GzRanges:
         self._lock = threading.Lock()
         self._kept: Optional[_Cursor] = None
 
+    def point_before(self, start: int) -> int:
+        """The number of the last seek point at or before output offset ``start``."""
+        return int(np.searchsorted(self._outs, start, side="right")) - 1
+
     def _cursor(self, start: int) -> _Cursor:
-        k = int(np.searchsorted(self._outs, start, side="right")) - 1
+        k = self.point_before(start)
         with self._lock:
             kept, self._kept = self._kept, None
         if kept is not None and int(self._outs[k]) <= kept.out <= start:

@@ -25,7 +25,7 @@ import os
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any, Optional, Union, overload
 
 import numpy as np
@@ -457,26 +457,47 @@ class TFRecordFile(Sequence[bytes], Closing):
     def get_many(self, indices: Any) -> list[bytes]:
         """The records at ``indices`` (any order, repeats allowed), in that order.
 
-        Consecutive indices are read with one system call per run.
+        Consecutive indices are read with one system call per run. In a GZIP/ZLIB
+        file, records with no seek point between them are read as one run too: the
+        bytes between them are inflated either way.
         """
         ks = [self._norm(i) for i in indices]
         if not ks:
             return []
         order = sorted(range(len(ks)), key=ks.__getitem__)
         out: list[Optional[bytes]] = [None] * len(ks)
+        together = self._together()
         pos = 0
         while pos < len(order):
             # A run of consecutive (or repeated) record numbers in sorted order.
-            end = pos + 1
-            while end < len(order) and ks[order[end]] - ks[order[end - 1]] in (0, 1):
-                end += 1
             first = ks[order[pos]]
+            end = pos + 1
+            while end < len(order) and together(first, ks[order[end - 1]], ks[order[end]]):
+                end += 1
             last = ks[order[end - 1]]
             records = self._read_run(first, last + 1)
             for p in range(pos, end):
                 out[order[p]] = records[ks[order[p]] - first]
             pos = end
         return out  # type: ignore[return-value]
+
+    def _together(self) -> Callable[[int, int, int], bool]:
+        """Whether record ``k`` joins the run of records ``first..prev`` (sorted) that
+        :meth:`get_many` reads at once: it follows ``prev``, or (compressed) no seek point
+        lies between them and the run stays under 16 MiB."""
+        gz = self._gz
+        bounds = self._bounds
+        if gz is None:
+            return lambda first, prev, k: k - prev in (0, 1)
+
+        def together(first: int, prev: int, k: int) -> bool:
+            if k - prev in (0, 1):
+                return True
+            if int(bounds[k + 1]) - int(bounds[first]) > _MAX_SPAN:
+                return False
+            return gz.point_before(int(bounds[prev + 1])) == gz.point_before(int(bounds[k]))
+
+        return together
 
     def __iter__(self) -> Iterator[bytes]:
         n = len(self)
