@@ -34,24 +34,22 @@ from .._record import (
     encode_records,
     frame_rows,
 )
-from ._build import (
-    _BYTES,
-    _FLOAT,
-    _INT64,
-    _INT64_MAX,
-    _KIND_NAMES,
+from ._classify import (
+    INT64_MAX,
+    KIND_BYTES,
+    KIND_FLOAT,
+    KIND_INT64,
+    KIND_NAMES,
     Where,
-    _check_int64,
-    _check_key,
-    _check_mapping,
-    _classify,
-    _feature_bytes,
-    _fmt,
-    _key_field,
-    _str_bytes,
-    _vlen,
-    _where,
+    check_int64,
+    check_key,
+    check_mapping,
+    classify,
+    describe_where,
+    feature_where,
+    str_bytes,
 )
+from ._feature_wire import feature_bytes, key_field, vlen
 from ._jit import engine
 from ._jit_encode import (
     BYTES,
@@ -178,7 +176,7 @@ class _Column:
         array_backed: bool,
         source: Any,
     ) -> None:
-        self._key_field = _key_field(name)
+        self._key_field = key_field(name)
         self._header = header
         self._cache = _prefix_cache(self._key_field, header)
         self.d = d
@@ -249,8 +247,10 @@ def _array_rows_column(
 def _check_uint64(where: Where, values: np.ndarray) -> None:
     if values.dtype.kind == "u" and values.dtype.itemsize == 8 and values.size:
         top = int(values.max())
-        if top > _INT64_MAX:
-            raise ValueError(f"{_fmt(where)}: value {top} is out of int64 range [-2**63, 2**63)")
+        if top > INT64_MAX:
+            raise ValueError(
+                f"{describe_where(where)}: value {top} is out of int64 range [-2**63, 2**63)"
+            )
 
 
 def _int_column(where: Where, name: str, values: np.ndarray, n: int) -> _Column:
@@ -281,19 +281,19 @@ def _generic_column(where: Where, name: str, values: Any, n: int) -> _Column:
     """Any per-record values, each converted like an ``encode_example`` value."""
     feats = []
     seen: Optional[int] = None
-    record_prefix = f"{_fmt(where)}, record "
+    record_prefix = f"{describe_where(where)}, record "
     for i in range(n):
-        kind, payload = _classify((record_prefix, i), values[i])
-        if kind == _BYTES or kind == _FLOAT or kind == _INT64:  # noqa: SIM109
+        kind, payload = classify((record_prefix, i), values[i])
+        if kind == KIND_BYTES or kind == KIND_FLOAT or kind == KIND_INT64:  # noqa: SIM109
             if seen is None:
                 seen = kind
             elif kind != seen:
                 raise TypeError(
-                    f"{_fmt(where)}: record {i} is a {_KIND_NAMES[kind]} but earlier records "
-                    f"are {_KIND_NAMES[seen]}; a column holds one kind of value "
+                    f"{describe_where(where)}: record {i} is a {KIND_NAMES[kind]} but earlier records "
+                    f"are {KIND_NAMES[seen]}; a column holds one kind of value "
                     "(convert it first, e.g. with np.asarray(column, np.float32))"
                 )
-        feats.append(_feature_bytes(kind, payload))
+        feats.append(feature_bytes(kind, payload))
     return _features_column(name, feats, n)
 
 
@@ -339,14 +339,18 @@ def _int_lists_column(name: str, values: Sequence[list[Any]], n: int) -> Optiona
 
 
 def _make_column(name: str, values: Any, n: int) -> _Column:
-    where = _where(name)
+    where = feature_where(name)
     if not isinstance(values, (np.ndarray, Sequence)) and hasattr(values, "__array__"):
         values = np.asarray(values)  # torch / jax tensors, pandas Series, ...
     if isinstance(values, np.ndarray):
         if values.ndim == 0:
-            raise ValueError(f"{_fmt(where)}: a column needs one value per record, got a 0-d array")
+            raise ValueError(
+                f"{describe_where(where)}: a column needs one value per record, got a 0-d array"
+            )
         if len(values) != n:
-            raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
+            raise ValueError(
+                f"{describe_where(where)}: column has {len(values)} values, expected {n}"
+            )
         kind = values.dtype.kind
         per_record = int(np.prod(values.shape[1:], dtype=np.int64))
         if kind in "iub":
@@ -362,34 +366,36 @@ def _make_column(name: str, values: Any, n: int) -> _Column:
             if kind == "S":
                 return _bytes_list_column(name, values.tolist(), n)
             if kind == "U":
-                return _bytes_list_column(name, [_str_bytes(where, s) for s in values.tolist()], n)
+                return _bytes_list_column(name, [str_bytes(where, s) for s in values.tolist()], n)
             if kind == "O":
                 return _make_column(name, values.tolist(), n)
         if kind in "SUVO":
             return _generic_column(where, name, values, n)
-        raise TypeError(f"{_fmt(where)}: unsupported NumPy dtype {values.dtype} for a column")
+        raise TypeError(
+            f"{describe_where(where)}: unsupported NumPy dtype {values.dtype} for a column"
+        )
     if isinstance(values, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(
         values, Sequence
     ):
         raise TypeError(
-            f"{_fmt(where)}: a column is a list or array with one value per record, "
+            f"{describe_where(where)}: a column is a list or array with one value per record, "
             f"not {type(values).__name__}"
         )
     if len(values) != n:
-        raise ValueError(f"{_fmt(where)}: column has {len(values)} values, expected {n}")
+        raise ValueError(f"{describe_where(where)}: column has {len(values)} values, expected {n}")
     types = set(map(type, values))
     if len(types) == 1:
         t = next(iter(types))
         if t is bytes:
             return _bytes_list_column(name, list(values), n)
         if t is str:
-            return _bytes_list_column(name, [_str_bytes(where, s) for s in values], n)
+            return _bytes_list_column(name, [str_bytes(where, s) for s in values], n)
         if t is int:
             try:
                 arr = np.array(values, dtype=np.int64)
             except OverflowError:
                 for v in values:
-                    _check_int64(where, v)
+                    check_int64(where, v)
                 raise  # pragma: no cover
             return _int_column(where, name, arr.reshape(n, 1), n)
         if t is float:
@@ -406,8 +412,8 @@ def _make_column(name: str, values: Any, n: int) -> _Column:
 def _columns(columns: Mapping[str, Any], n: int) -> list[_Column]:
     if n < 0:
         raise ValueError(f"number of records must be >= 0, got {n}")
-    columns = _check_mapping("columns", columns)
-    return [_make_column(_check_key(k), v, n) for k, v in columns.items()]
+    columns = check_mapping("columns", columns)
+    return [_make_column(check_key(k), v, n) for k, v in columns.items()]
 
 
 def encode_columns(columns: Mapping[str, Any], n: int) -> list[bytes]:
@@ -558,7 +564,7 @@ def _assemble_rows(
         pieces.append(p)
         pieces.append(c.data_rows(idx, d))
         body += len(p) + d
-    pieces.insert(0, b"\x0a" + _vlen(body))
+    pieces.insert(0, b"\x0a" + vlen(body))
     size = len(pieces[0]) + body
     pos = HEADER_SIZE if framed else 0
     out = np.empty((m, size + (RECORD_OVERHEAD if framed else 0)), dtype=np.uint8)
@@ -596,6 +602,6 @@ def _assemble_join(cols: list[_Column], n: int) -> list[bytes]:
             lists.append(np.array(prefixes, dtype=object)[inverse].tolist())
         lists.append(c.data_list())
     ub, binv = np.unique(body, return_inverse=True)
-    heads = [b"\x0a" + _vlen(int(b)) for b in ub.tolist()]
+    heads = [b"\x0a" + vlen(int(b)) for b in ub.tolist()]
     lists.insert(0, np.array(heads, dtype=object)[binv.reshape(-1)].tolist())
     return [b"".join(parts) for parts in zip(*lists)]
