@@ -72,6 +72,33 @@ class _Records:
                     self.where = (path, item.index)
                     yield item.data
 
+    def batches(self, size: int) -> Iterator[list[bytes]]:
+        """The records in lists of ``size`` (the last shorter), read a block at a time
+        where no damage is to be skipped."""
+        if self.skip_bad:
+            from .._tables import batches
+
+            yield from batches(self(), size)
+            return
+        from .._files import READ_BLOCK_SIZE, detect_compression, read_batches
+
+        batch: list[bytes] = []
+        with self.ctx.bar(total_size(self.inputs), "convert", "B") as bar:
+            for path in self.inputs:
+                with fs.open_read(path) as f:
+                    compressed = bool(detect_compression(f.read(64)))
+                for block in read_batches(path, "auto", True, READ_BLOCK_SIZE, "raise", None, None):
+                    batch.extend(block)
+                    if not compressed:  # the bytes of a compressed file: when it is done
+                        bar.update(sum(map(len, block)) + 16 * len(block))
+                    while len(batch) >= size:
+                        yield batch[:size]
+                        batch = batch[size:]
+                if compressed:
+                    bar.update(fs.size(path))
+        if batch:
+            yield batch
+
 
 class _TableRecords(_Records):
     """The rows of Parquet / Arrow inputs as Examples (or SequenceExamples)."""
@@ -144,15 +171,46 @@ def _write_table_file(
 def _records_to_table(
     args: argparse.Namespace, target: Target, inputs: list[str], records: _Records
 ) -> int:
-    """TFRecords -> one Parquet / Arrow file, columns as tfrecord_lite.arrow reads them."""
-    from .._tables import DEFAULT_BATCH_SIZE, ReadPlan, batches
+    """TFRecords -> one Parquet / Arrow file, columns as tfrecord_lite.arrow reads them.
 
-    # The schema from the records (every one is checked, see infer_schema); with
-    # --skip-bad from the good ones only, so damage is not fatal there either.
+    The schema is what ``infer_schema`` gives (every record checked). In one pass where
+    that is sure to be the sample's schema: the records are converted with the schema
+    of the first ``--sample`` records, and a later record that does not fit it fails
+    to parse, which drops what was written and starts again with every record checked
+    first (the second pass ``arrow.read_table`` always makes).
+    """
+    from .._errors import ParseError
+    from .._examples import infer_schema
+    from .._tables import ReadPlan
+
+    out = args.output
+    # With --skip-bad the schema comes from the good records only, so damage is not
+    # fatal there either.
     source: Any = records("schema", report=False) if records.skip_bad else inputs
-    plan = ReadPlan(None, None, source, sample=args.sample)
-    tables = (plan.convert(batch) for batch in batches(records(), DEFAULT_BATCH_SIZE))
-    return _write_table_file(target, args.output, tables, plan.schema)
+    sampled = infer_schema(source, args.sample, check=False)
+    # keys seen only as an empty Feature() get their kind from later records: checked path
+    untyped = any(not set(st.kinds) - {None} for st in sampled.stats.values())
+    if dict(sampled) and not sampled.is_sequence and not untyped:
+        plan = ReadPlan(dict(sampled), None, sample=args.sample)
+        try:
+            return _convert_records(target, out, plan, records)
+        except ParseError:
+            if sampled.records < args.sample:  # every record was in the sample
+                raise
+            records.skipped = 0  # the records are read again from the start
+    source = records("schema", report=False) if records.skip_bad else inputs
+    return _convert_records(target, out, ReadPlan(None, None, source, sample=args.sample), records)
+
+
+def _convert_records(target: Target, out: str, plan: Any, records: _Records) -> int:
+    """The records parsed by ``plan`` into a table file: read, parsed and written in three
+    threads (see ``_convert_pipeline``)."""
+    from .._tables import DEFAULT_BATCH_SIZE
+    from ._convert_pipeline import Prefetch
+
+    with Prefetch(records.batches(DEFAULT_BATCH_SIZE), name="read") as read:  # noqa: SIM117
+        with Prefetch((plan.convert(batch) for batch in read), name="parse") as tables:
+            return _write_table_file(target, out, iter(tables), plan.schema)
 
 
 def _tables_to_records(

@@ -1,0 +1,138 @@
+"""``tfrecord-lite convert`` benchmark: TFRecord -> Parquet against the read + parse rate.
+
+    python -m benchmarks.bench_convert [--records 60000] [--reps 5] [--profile]
+
+Runs from ``.venv`` (pyarrow: the ``arrow`` extra). The taxi-like records
+(``benchmarks/data.taxi_records``: 18 int64 / float / bytes features, the VarLen ones
+with missing values, ~500 B a record) are written once as four GZIP shards, as the
+taxi-like set of ``benchmarks/run.py`` is, into ``benchmarks/_data/convert/``
+(git-ignored). On them it times, in one process:
+
+* **read + parse (spec)**: ``TFRecordDataset(shards).batch(1024).map(parse_example(b, TAXI))``
+  with TFX's kind of spec, the library's read + parse rate;
+* **read + parse (inferred)**: the same with the schema ``infer_schema`` gives, the
+  spec ``convert`` parses with;
+* **read_table**: ``tfrecord_lite.arrow.read_table(shards)`` (schema inferred, to Arrow);
+* **convert -> Parquet**: ``tfrecord-lite convert -q SHARDS out.parquet`` in process
+  (schema inferred and checked, parsed, converted to Arrow, written as Parquet).
+
+Each timing is the median of ``--reps`` runs after one warm-up, as wall-clock and as
+the process's CPU seconds (all threads), which other work on a shared machine
+disturbs less. The target: convert >= 0.8x the read + parse rate. ``--profile`` prints
+where one convert run spends its time (cProfile, top functions by own time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tfrecord_lite as tfr
+from benchmarks import data as bdata
+from tfrecord_lite._cli import main as cli
+
+ROOT = Path(__file__).resolve().parent
+DATA = ROOT / "_data" / "convert"
+TAXI = {
+    name: tfr.VarLenFeature(getattr(tfr, kind if kind != "bytes" else "string"))
+    if how == "var"
+    else tfr.FixedLenFeature([], getattr(tfr, kind if kind != "bytes" else "string"))
+    for name, kind, how in bdata.TAXI_SPEC
+}
+BATCH = 1024
+
+
+def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float]:
+    """Median wall-clock and CPU seconds (all threads of the process) of ``fn``."""
+    fn()  # warm-up
+    walls, cpus = [], []
+    for _ in range(reps):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def shards(n: int) -> list[str]:
+    """Four GZIP shards of ``n`` taxi-like records (written once)."""
+    DATA.mkdir(parents=True, exist_ok=True)
+    k = bdata.TAXI_SHARDS
+    paths = [DATA / f"taxi-{n}.tfrecord-{i:05d}-of-{k:05d}.gz" for i in range(k)]
+    if not all(p.exists() for p in paths):
+        records, _ = bdata.taxi_records(n)
+        for i, path in enumerate(paths):
+            tmp = path.with_name(path.name + ".tmp")
+            with tfr.TFRecordWriter(str(tmp), "GZIP") as w:
+                w.write_all(records[i::k])
+            tmp.replace(path)
+    return [str(p) for p in paths]
+
+
+def read_parse(paths: list[str], spec: Any) -> Callable[[], int]:
+    def run() -> int:
+        ds = tfr.TFRecordDataset(paths, compression="GZIP").batch(BATCH)
+        return sum(
+            len(next(iter(p.values()))) for p in ds.map(lambda b: tfr.parse_example(b, spec))
+        )
+
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=60_000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--profile", action="store_true", help="profile one convert run")
+    args = ap.parse_args()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tfrecord_lite import arrow
+
+    paths = shards(args.records)
+    out = DATA / "out.parquet"
+    n = args.records
+    inferred = tfr.infer_schema(paths)
+
+    def convert() -> None:
+        assert cli(["-q", "convert", *paths, str(out)]) == 0
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    at = f", load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}" if load else ""
+    print(f"{n:,} taxi-like records in {len(paths)} GZIP shards, {cores} usable cores{at}")
+    print(f"median of {args.reps} after one warm-up; pyarrow {pa.__version__}")
+    print()
+    cases: dict[str, Callable[[], Any]] = {
+        "read + parse (spec)": read_parse(paths, TAXI),
+        "read + parse (inferred schema)": read_parse(paths, inferred),
+        "arrow.read_table": lambda: arrow.read_table(paths),
+        "convert -> Parquet": convert,
+    }
+    results = {name: timed(fn, args.reps) for name, fn in cases.items()}
+    assert pq.read_metadata(out).num_rows == n
+    base_wall, base_cpu = results["read + parse (spec)"]
+    print("| task | seconds | CPU seconds | records/s | vs read + parse (wall, CPU) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, (wall, cpu) in results.items():
+        print(
+            f"| {name} | {wall:.3f} | {cpu:.3f} | {n / wall:,.0f} | "
+            f"{base_wall / wall:.2f}x, {base_cpu / cpu:.2f}x |"
+        )
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.runcall(convert)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()

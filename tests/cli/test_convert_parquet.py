@@ -1,0 +1,122 @@
+"""``convert`` TFRecord -> Parquet in one pass: the records are converted with the
+schema of the first ``--sample`` records, read, parsed and written in three threads;
+a later record that does not fit starts again with every record checked, so the
+result is always what ``tfrecord_lite.arrow.read_table`` (which checks first) gives."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tfrecord_lite as tfr
+from tfrecord_lite._cli import main
+from tfrecord_lite._cli._convert_pipeline import Prefetch
+
+pq = pytest.importorskip("pyarrow.parquet")
+arrow = pytest.importorskip("tfrecord_lite.arrow")
+
+
+def _write(path: Path, examples: list[dict[str, Any]], compression: str = "") -> Path:
+    with tfr.TFRecordWriter(path, compression) as w:
+        w.write_all(tfr.encode_example(e) for e in examples)
+    return path
+
+
+def _same_as_read_table(src: Path, out: Path, sample: int) -> Any:
+    table = pq.read_table(out)
+    want = arrow.read_table(str(src), sample=sample)
+    assert table.schema.names == want.schema.names
+    assert table.to_pylist() == want.to_pylist()
+    return table
+
+
+def _count_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from tfrecord_lite._cli import _convert
+
+    calls: list[int] = []
+    real = _convert._convert_records
+
+    def counted(*args: Any) -> int:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_convert, "_convert_records", counted)
+    return calls
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_a_later_record_that_does_not_fit_the_sample(
+    tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    passes = _count_passes(monkeypatch)
+    examples: list[dict[str, Any]] = [
+        {"x": np.array([i], np.int64), "f": np.array([0.5], np.float32)} for i in range(3000)
+    ]
+    examples[2500] = {"x": np.array([7, 8], np.int64), "f": np.array([0.5], np.float32)}
+    src = _write(tmp_path / "in.tfrecord", examples, compression)
+    out = tmp_path / "out.parquet"
+    assert main(["-q", "convert", str(src), str(out), "--sample", "100"]) == 0
+    assert len(passes) == 2  # the sample's schema failed at record 2500: checked, again
+    table = _same_as_read_table(src, out, 100)
+    assert table.column("x")[2500].as_py() == [7, 8]  # widened to a list, as checked
+    assert table.num_rows == 3000
+
+
+def test_a_key_missing_later_and_one_empty_in_the_sample(tmp_path: Path) -> None:
+    examples: list[dict[str, Any]] = [{"x": np.array([i], np.int64)} for i in range(500)]
+    for i in range(0, 500, 7):
+        examples[i]["later"] = [] if i < 50 else [f"v{i}".encode()]  # empty in the sample
+    examples[400] = {"y": np.array([1.0], np.float32)}  # x missing after the sample
+    src = _write(tmp_path / "in.tfrecord", examples)
+    out = tmp_path / "out.parquet"
+    assert main(["-q", "convert", str(src), str(out), "--sample", "50"]) == 0
+    table = _same_as_read_table(src, out, 50)
+    assert "later" in table.schema.names and table.column("x")[400].as_py() in (None, [])
+
+
+def test_records_that_fit_are_converted_in_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = _write(tmp_path / "in.tfrecord", [{"x": np.array([i], np.int64)} for i in range(5000)])
+    calls = _count_passes(monkeypatch)
+    assert main(["-q", "convert", str(src), str(tmp_path / "o.parquet"), "--sample", "10"]) == 0
+    assert calls == [1]
+    assert pq.read_table(tmp_path / "o.parquet").column("x").to_pylist() == list(range(5000))
+
+
+def test_prefetch_raises_the_threads_error_in_order() -> None:
+    def items() -> Any:
+        yield 1
+        yield 2
+        raise ValueError("broken at 3")
+
+    got = []
+    with Prefetch(items()) as p, pytest.raises(ValueError, match="broken at 3"):
+        for item in p:
+            got.append(item)
+    assert got == [1, 2]
+
+
+def test_closing_prefetch_stops_its_thread() -> None:
+    produced = []
+
+    def endless() -> Any:
+        i = 0
+        while True:
+            produced.append(i)
+            yield i
+            i += 1
+
+    before = threading.active_count()
+    with Prefetch(endless(), depth=2) as p:
+        for item in p:
+            if item == 3:
+                break
+    time.sleep(0.05)
+    assert threading.active_count() == before
+    assert len(produced) <= 3 + 1 + 2 + 1  # taken, the one in hand, the queue, one more
