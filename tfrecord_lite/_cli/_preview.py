@@ -361,7 +361,8 @@ def register(sub: Any) -> None:
         "--image-key",
         metavar="K",
         help="the feature holding images (default: the first record's feature holding an "
-        "encoded image, image/encoded first; a TFDS directory: its first Image feature)",
+        "encoded image, image/encoded first; a TFDS directory: its first Image feature; an "
+        "RLDS directory: a step's first Image feature, one cell per step)",
     )
     p.add_argument("--split", metavar="S", help="TFDS directory: the split (default train)")
     p.add_argument("--label-key", metavar="L", help="the feature holding labels")
@@ -380,4 +381,10 @@ def register(sub: Any) -> None:
         help="cell size in pixels (default 96)",
     )
     p.add_argument("--cols", type=positive_int, metavar="N", help="columns (default: square grid)")
-    p.add_argument("--skip", type=int, default=0, metavar="K", help="start after K records")
+    p.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        metavar="K",
+        help="start after K records (an RLDS directory: K episodes)",
+    )

@@ -1,7 +1,10 @@
-"""``tfrecord-lite info DIR`` and ``preview DIR`` on a prepared TFDS dataset directory.
+"""``tfrecord-lite info DIR``, ``verify DIR`` and ``preview DIR`` on a prepared TFDS dataset
+directory.
 
-Called by the ``info`` and ``preview`` commands when its inputs are TFDS directories (they hold
-``dataset_info.json`` and ``features.json``).
+Called by the ``info``, ``verify`` and ``preview`` commands when its inputs are TFDS directories
+(they hold ``dataset_info.json`` and ``features.json``). An episodic (RLDS) dataset, whose
+``steps`` feature is a ``tfds.features.Dataset``, is listed with its steps' features under
+``steps/`` and previewed step by step (``Builder.as_steps``).
 """
 
 from __future__ import annotations
@@ -9,14 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from .._version import __version__
 from ..tfds import (
     ClassLabel,
+    Dataset,
     FeatureConnector,
     FeaturesDict,
     Image,
@@ -25,7 +30,10 @@ from ..tfds import (
 from ..tfds import (
     Sequence as Seq,
 )
-from ._output import save_grid, table
+from ._output import plural, save_grid, table
+
+#: A preview cell: the picture (None: crossed out) and its caption.
+Cell = tuple[Optional[np.ndarray], Optional[str]]
 
 
 def tfds_dirs(items: Sequence[str]) -> Optional[list[str]]:
@@ -53,6 +61,8 @@ def _describe(f: FeatureConnector) -> str:
         return f"Video({f.encoding_format})"
     if isinstance(f, Image):
         return f"Image({f.encoding_format or 'png'})"
+    if isinstance(f, Dataset):
+        return f"Dataset({_describe(f.feature)})"
     if isinstance(f, Seq):
         return f"Sequence({_describe(f.feature)})"
     enc = getattr(f, "encoding", "none")
@@ -60,14 +70,37 @@ def _describe(f: FeatureConnector) -> str:
 
 
 def _flat(f: FeatureConnector, prefix: str = "") -> list[tuple[str, FeatureConnector]]:
+    """``(key, connector)`` of every leaf, keys ``/``-joined; a leaf inside a Sequence (a
+    Dataset: an episode's steps) of dicts is that Sequence (Dataset) of the leaf."""
     if isinstance(f, FeaturesDict):
         out = []
         for k, v in f.items():
             out += _flat(v, f"{prefix}/{k}" if prefix else k)
         return out
     if isinstance(f, Seq) and not isinstance(f, Video) and isinstance(f.feature, FeaturesDict):
-        return [(k, Seq(v, f.length)) for k, v in _flat(f.feature, prefix)]
+        inner = _flat(f.feature, prefix)
+        if isinstance(f, Dataset):
+            return [(k, Dataset(v)) for k, v in inner]
+        return [(k, Seq(v, f.length)) for k, v in inner]
     return [(prefix, f)]
+
+
+def _episode_steps(features: FeatureConnector) -> list[str]:
+    """The top-level features that are a ``tfds.features.Dataset`` (RLDS ``steps``)."""
+    if not isinstance(features, FeaturesDict):
+        return []
+    return [k for k, f in features.items() if isinstance(f, Dataset)]
+
+
+def _step_features(features: FeatureConnector, steps: str) -> dict[str, FeatureConnector]:
+    """The features of one step of the Dataset feature ``steps``, keyed as ``as_steps``
+    gives them (``observation/image``; a Dataset of one feature: under its own name)."""
+    assert isinstance(features, FeaturesDict)
+    dataset = features[steps]
+    assert isinstance(dataset, Dataset)
+    if isinstance(dataset.feature, FeaturesDict):
+        return dict(_flat(dataset.feature))
+    return {steps: dataset.feature}
 
 
 def _shape_text(shape: Any) -> str:
@@ -91,6 +124,7 @@ def _report(path: str) -> tuple[dict[str, Any], list[str]]:
         if not os.path.isfile(p)
     ]
     features = []
+    episodic = _episode_steps(info.features)
     for key, f in _flat(info.features):
         entry: dict[str, Any] = {
             "feature": key,
@@ -112,6 +146,7 @@ def _report(path: str) -> tuple[dict[str, Any], list[str]]:
         "description": info.description,
         "file_format": info.file_format,
         "supervised_keys": list(info.supervised_keys) if info.supervised_keys else None,
+        "episode_steps": episodic,
         "splits": [
             {
                 "name": s.name,
@@ -138,9 +173,17 @@ def _text(report: dict[str, Any]) -> list[str]:
         lines.append(f"  description:  {first[:100]}")
     if report["supervised_keys"]:
         lines.append(f"  supervised:   ({', '.join(map(str, report['supervised_keys']))})")
+    episodic = report["episode_steps"]
+    if episodic:
+        names = ", ".join(repr(k) for k in episodic)
+        lines.append(
+            f"  episodes:     each example is an episode; {names} (tfds.features.Dataset) "
+            "holds its steps, listed below as Dataset(...)"
+        )
     total = sum(s["examples"] for s in report["splits"])
-    lines.append(f"  splits ({len(report['splits'])}, {total:,} examples):")
-    rows = [["split", "examples", "shards", "bytes"]]
+    unit = "episodes" if episodic else "examples"
+    lines.append(f"  splits ({len(report['splits'])}, {total:,} {unit}):")
+    rows = [["split", unit, "shards", "bytes"]]
     rows += [
         [s["name"], f"{s['examples']:,}", str(s["shards"]), f"{s['bytes']:,}"]
         for s in report["splits"]
@@ -213,12 +256,14 @@ def verify(dirs: list[str], no_parse: bool, quiet: bool) -> int:
         if found:
             print(f"FAILED {d}: {found} split{'s' if found > 1 else ''} with problems")
         elif not quiet:
-            print(f"ok     {d}: {b.info.splits_total:,} examples in {len(b.info.splits)} splits")
+            total = plural(b.info.splits_total, "example")
+            print(f"ok     {d}: {total} in {len(b.info.splits)} splits")
     return 1 if problems else 0
 
 
-def _default_image_key(features: FeatureConnector) -> Optional[str]:
-    for key, f in _flat(features):
+def _default_image_key(features: dict[str, FeatureConnector]) -> Optional[str]:
+    """The first ``Image`` (or ``Video``) among flat ``features``."""
+    for key, f in features.items():
         if isinstance(f, (Image, Video)):
             return key
     return None
@@ -246,6 +291,131 @@ def _get(example: Any, key: str) -> Any:
     return example
 
 
+def _label_text(value: Any, connector: Optional[FeatureConnector]) -> Optional[str]:
+    """A label's caption: text as text, a class as ``index name``, another scalar as is."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if np.ndim(value) != 0:
+        return None
+    text = str(value)
+    if isinstance(connector, ClassLabel) and connector.names:
+        i = int(value)
+        if 0 <= i < len(connector.names) and connector.names[i] != str(i):
+            text = f"{i} {connector.names[i]}"
+    return text
+
+
+def _picture(value: Any, connector: FeatureConnector) -> np.ndarray:
+    """The array to draw for an image feature's value (a video: its first frame)."""
+    from .._decoding import display_array
+
+    arr = np.asarray(value)
+    if isinstance(connector, Video) and arr.ndim == 4:
+        arr = arr[0] if len(arr) else np.zeros((1, 1), np.uint8)
+    return display_array(arr)
+
+
+class Preview(NamedTuple):
+    """What ``preview`` draws: the cells, what they are (``image`` / ``frame``), where they
+    come from (``split 'train'``) and what to say when there is nothing to draw."""
+
+    cells: list[Cell]
+    unit: str
+    source: str
+    empty: str
+
+
+class _Steps(NamedTuple):
+    """An episodic preview: the Dataset feature and the image key within a step."""
+
+    feature: str
+    image_key: str
+
+
+def _steps_to_preview(features: FeatureConnector, image_key: Optional[str]) -> Optional[_Steps]:
+    """The steps to draw when the image is a step's (RLDS), else None (an example's image).
+
+    ``image_key`` names a step's feature as ``as_steps`` gives it (``observation/image``)
+    or with the Dataset feature in front (``steps/observation/image``); without it, the
+    first Image of the first Dataset feature that has one. A key of the episode itself is
+    an example's image.
+    """
+    names = _episode_steps(features)
+    if not names:
+        return None
+    flat = dict(_flat(features))
+    if image_key is not None and image_key in flat and not isinstance(flat[image_key], Dataset):
+        return None
+    for name in names:
+        step = _step_features(features, name)
+        if image_key is None:
+            key = _default_image_key(step)
+            if key is not None:
+                return _Steps(name, key)
+            continue
+        inner = image_key[len(name) + 1 :] if image_key.startswith(name + "/") else image_key
+        if inner in step:
+            return _Steps(name, inner)
+    return None
+
+
+def _step_label(
+    path: str, features: FeatureConnector, steps: str, label_key: Optional[str]
+) -> tuple[Optional[str], Optional[FeatureConnector], tuple[str, ...]]:
+    """``(key in a step element, its connector, episode_keys for as_steps)`` of a label:
+    a step's feature (``gripper``, ``steps/gripper``) or the episode's
+    (``episode_metadata/episode_id``, copied into every step)."""
+    if label_key is None:
+        return None, None, ()
+    step = _step_features(features, steps)
+    inner = label_key[len(steps) + 1 :] if label_key.startswith(steps + "/") else label_key
+    if inner in step:
+        return inner, step[inner], ()
+    flat = dict(_flat(features))
+    if label_key in flat and not isinstance(flat[label_key], Dataset):
+        return label_key, flat[label_key], (label_key.split("/")[0],)
+    raise ValueError(
+        f"{path}: no feature {label_key!r} in the steps of {steps!r} ({', '.join(sorted(step))}) "
+        f"or in the episode ({', '.join(k for k in sorted(flat) if k.split('/')[0] != steps)})"
+    )
+
+
+def _step_cells(
+    path: str, b: Any, split: str, steps: _Steps, label_key: Optional[str], n: int, skip: int
+) -> Preview:
+    """The first ``n`` steps of the episodes after the first ``skip``, one cell each: the
+    step's image, captioned with its index in its episode (or ``label_key``'s value)."""
+    step = _step_features(b.info.features, steps.feature)
+    label, label_connector, episode_keys = _step_label(
+        path, b.info.features, steps.feature, label_key
+    )
+    ds = b.as_steps(split, steps=steps.feature, episode_keys=episode_keys)
+    if skip:
+        ds = ds.filter(lambda element: int(element["episode_index"]) >= skip)
+    cells: list[Cell] = []
+    episodes: list[int] = []
+    for element in ds.take(n):
+        arr = _picture(_get(element, steps.image_key), step[steps.image_key])
+        if label is None:
+            text: Optional[str] = str(int(element["step_index"]))
+        else:
+            text = _label_text(_get(element, label), label_connector)
+        cells.append((arr, text))
+        episode = int(element["episode_index"])
+        if not episodes or episodes[-1] != episode:
+            episodes.append(episode)
+    shown = (
+        f"{steps.feature}/{steps.image_key}" if steps.image_key != steps.feature else steps.feature
+    )
+    if not episodes:
+        where = f"split {split!r}" + (f" after {plural(skip, 'episode')}" if skip else "")
+        return Preview(cells, "frame", where, f"{where} has no steps to preview")
+    span = str(episodes[0]) if len(episodes) == 1 else f"{episodes[0]}-{episodes[-1]}"
+    which = "episode" if len(episodes) == 1 else "episodes"
+    source = f"{shown}, {which} {span} of split {split!r}"
+    return Preview(cells, "frame", source, "")
+
+
 def preview_cells(
     path: str,
     split: Optional[str],
@@ -253,15 +423,18 @@ def preview_cells(
     label_key: Optional[str],
     n: int,
     skip: int,
-) -> tuple[list[tuple[Optional[np.ndarray], Optional[str]]], str]:
-    """``(cells for draw_grid, the split read)`` of the first ``n`` examples after ``skip``."""
-    from .._decoding import display_array
+) -> Preview:
+    """The cells of the first ``n`` examples after ``skip``, or of an episodic (RLDS)
+    dataset's first ``n`` steps of the episodes after ``skip``."""
     from ..tfds import builder_from_directory
 
     b = builder_from_directory(path)
     split = split or ("train" if "train" in b.info.splits else next(iter(b.info.splits)))
+    steps = _steps_to_preview(b.info.features, image_key)
+    if steps is not None:
+        return _step_cells(path, b, split, steps, label_key, n, skip)
     flat = dict(_flat(b.info.features))
-    key = image_key or _default_image_key(b.info.features)
+    key = image_key or _default_image_key(flat)
     if key is None:
         raise ValueError(f"{path}: no Image feature to preview; pass --image-key")
     if key not in flat:
@@ -269,45 +442,33 @@ def preview_cells(
     label = label_key or _default_label_key(b)
     if label is not None and label not in flat:
         raise ValueError(f"{path}: no feature {label!r} (features: {', '.join(sorted(flat))})")
-    names = flat[label] if label is not None and isinstance(flat[label], ClassLabel) else None
-    cells: list[tuple[Optional[np.ndarray], Optional[str]]] = []
+    cells: list[Cell] = []
     for ex in b.as_dataset(split, read_config=None).skip(skip).take(n):
-        arr = np.asarray(_get(ex, key))
-        if isinstance(flat[key], Video) and arr.ndim == 4:
-            arr = arr[0] if len(arr) else np.zeros((1, 1), np.uint8)
-        text = None
-        if label is not None:
-            value = _get(ex, label)
-            if isinstance(value, bytes):
-                text = value.decode("utf-8", "replace")
-            elif np.ndim(value) == 0:
-                text = str(value)
-                if isinstance(names, ClassLabel) and names.names:
-                    i = int(value)
-                    if 0 <= i < len(names.names) and names.names[i] != str(i):
-                        text = f"{i} {names.names[i]}"
-        cells.append((display_array(arr), text))
-    return cells, split
+        text = None if label is None else _label_text(_get(ex, label), flat[label])
+        cells.append((_picture(_get(ex, key), flat[key]), text))
+    where = f"split {split!r}"
+    return Preview(cells, "image", where, f"split {split!r} has no examples to preview")
 
 
 def preview(dirs: list[str], args: argparse.Namespace, quiet: bool) -> int:
-    """``tfrecord-lite preview DIR -o grid.png``: the first images of a TFDS split."""
+    """``tfrecord-lite preview DIR -o grid.png``: the first images of a TFDS split (of an
+    episodic dataset: the first steps' images)."""
     from .._decoding import draw_grid, pil
 
     pil()
     if len(dirs) != 1:
         raise ValueError("preview takes one TFDS dataset directory")
-    cells, split = preview_cells(
+    got = preview_cells(
         dirs[0], getattr(args, "split", None), args.image_key, args.label_key, args.n, args.skip
     )
-    if not cells:
-        print(f"tfrecord-lite: error: split {split!r} has no examples to preview")
+    if not got.cells:
+        print(f"tfrecord-lite: error: {got.empty}", file=sys.stderr)
         return 1
-    grid = draw_grid(cells, cell=args.cell, cols=args.cols)
+    grid = draw_grid(got.cells, cell=args.cell, cols=args.cols)
     save_grid(grid, args.output)
     if not quiet:
         print(
-            f"wrote {args.output}: {len(cells)} image{'s' if len(cells) != 1 else ''} of "
-            f"split {split!r}, {grid.width}x{grid.height} pixels"
+            f"wrote {args.output}: {plural(len(got.cells), got.unit)} of {got.source}, "
+            f"{grid.width}x{grid.height} pixels"
         )
     return 0
