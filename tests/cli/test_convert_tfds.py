@@ -126,6 +126,25 @@ def test_records_as_they_are_stored(tmp_path: Path) -> None:
     reader.close()
 
 
+def test_rlds_episodes_as_webdataset_samples(tmp_path: Path) -> None:
+    import tarfile
+
+    out = tmp_path / "episodes.tar"
+    assert main(["-q", "convert", str(RLDS), str(out), "--split", "train"]) == 0
+    builder = tfds.builder_from_directory(RLDS)
+    episodes = list(builder.as_dataset("train", decoders=RLDS_IMAGES, read_config=IN_ORDER))
+    with tarfile.open(out) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    for i, episode in enumerate(episodes):
+        frames = episode["steps"]["observation"]["image"]
+        for t, frame in enumerate(frames):  # each step's PNG, byte for byte
+            assert files[f"{i:09d}.steps_observation_image.{t}.png"] == frame
+        wrist = episode["steps"]["observation"]["wrist_image"]
+        assert [
+            files.get(f"{i:09d}.steps_observation_wrist_image.{t}.jpg") for t in range(len(wrist))
+        ] == list(wrist)
+
+
 def test_a_missing_shard_is_an_error_before_anything_is_written(
     tmp_path: Path, capsys: Any
 ) -> None:

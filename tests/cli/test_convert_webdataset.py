@@ -108,7 +108,12 @@ def test_each_record_is_a_sample_with_its_image_kept_byte_for_byte(
 def test_several_images_nan_and_sequence_examples(tmp_path: Path) -> None:
     src = tmp_path / "in.tfrecord"
     seq = tfr.encode_sequence_example(
-        {"a/png": [PNG_1x1], "b/png": [PNG_1x1 + b"x"], "nan": np.array([np.nan], np.float32)},
+        {
+            "a/png": [PNG_1x1],
+            "b/png": [PNG_1x1 + b"x"],
+            "nan": np.array([np.nan], np.float32),
+            "burst": [PNG_1x1 + b"0", PNG_1x1 + b"1"],
+        },
         {
             "frames": [[PNG_1x1], [PNG_1x1]],
             "xy": [np.array([1.0, 2.0], np.float32), np.array([3.0, 4.0], np.float32)],
@@ -124,6 +129,7 @@ def test_several_images_nan_and_sequence_examples(tmp_path: Path) -> None:
     # two image features: each under its (file-safe) name
     assert s["a_png.png"] == PNG_1x1 and s["b_png.png"] == PNG_1x1 + b"x"
     assert np.isnan(_npy(s["nan.npy"])).all()  # NaN is not JSON
+    assert s["burst.0.png"] == PNG_1x1 + b"0" and s["burst.1.png"] == PNG_1x1 + b"1"
     assert s["frames.0.png"] == PNG_1x1 and s["frames.1.png"] == PNG_1x1
     doc = json.loads(s["json"])
     assert doc == {"xy": [[1.0, 2.0], [3.0, 4.0]], "words": [["a", "b"], ["c"]]}

@@ -286,7 +286,8 @@ def _records_to_webdataset(args: argparse.Namespace, shards: TarShards, records:
     from ._convert_samples import SampleMaker
     from ._convert_webdataset import write_samples
 
-    maker = SampleMaker(args.key)
+    tfds = records.tfds if isinstance(records, _TfdsRecords) else None
+    maker = SampleMaker(args.key, tfds.sequence_keys() if tfds is not None else frozenset())
 
     def samples() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
         for n, data in enumerate(records()):

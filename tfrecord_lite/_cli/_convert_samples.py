@@ -3,7 +3,8 @@
 * An encoded image (a bytes feature of one value that starts like a JPEG, PNG, GIF,
   WebP, BMP or TIFF file) is kept byte for byte: ``KEY.jpg`` when the records hold one
   image feature (the convention ``.to_tuple("jpg", "json")`` expects), else
-  ``KEY.FEATURE.jpg`` for each.
+  ``KEY.FEATURE.jpg`` for each; a feature of several images (a TFDS episode's frames)
+  is ``KEY.FEATURE.I.jpg``, the I-th of them.
 * Every other feature goes into ``KEY.json`` under its name: one value as a scalar,
   several as a list; bytes as text (UTF-8).
 * Numbers with more than :data:`JSON_MAX_VALUES` values, or floats JSON cannot hold
@@ -86,8 +87,13 @@ def _floats(values: Any) -> Optional[list[float]]:
 class SampleMaker:
     """Records to samples: ``(key, [(extension, bytes), ...])``."""
 
-    def __init__(self, key_feature: Optional[str] = None) -> None:
+    def __init__(
+        self, key_feature: Optional[str] = None, sequences: frozenset[str] = frozenset()
+    ) -> None:
         self.key_feature = key_feature
+        #: features that hold one value a step (a TFDS Sequence's or episode's): their
+        #: images are always ``KEY.FEATURE.I.jpg``, however many steps a record has
+        self.sequences = sequences
         #: the image feature written as ``KEY.jpg``: the only one of the first record
         #: that holds images (None: each is ``KEY.FEATURE.jpg``).
         self.primary: Optional[str] = None
@@ -112,7 +118,11 @@ class SampleMaker:
         features = message.context.feature
         if not self._decided:
             self._decided = True
-            images = [k for k in features if _image_ext(_bytes_of(features[k])) is not None]
+            images = [
+                k
+                for k in features
+                if _image_ext(_bytes_of(features[k])) is not None and k not in self.sequences
+            ]
             self.primary = images[0] if len(images) == 1 else None
         key = self._key(features, number)
         doc: dict[str, Any] = {}
@@ -178,8 +188,15 @@ class SampleMaker:
         values = getattr(feature, kind).value
         if kind == "bytes_list":
             ext = _image_ext(values)
-            if ext is not None:
+            if ext is not None and name not in self.sequences:
                 files.append((ext if name == self.primary else f"{_part(name)}.{ext}", values[0]))
+                return
+            exts = [_image_ext(values[i : i + 1]) for i in range(len(values))]
+            several = len(values) > 1 or name in self.sequences
+            if several and all(exts):  # several images (a TFDS episode's frames)
+                files.extend(
+                    (f"{_part(name)}.{i}.{e}", v) for i, (e, v) in enumerate(zip(exts, values))
+                )
                 return
             texts = _texts(values)
             if texts is not None:

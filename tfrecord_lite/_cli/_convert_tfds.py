@@ -17,8 +17,8 @@ checked before anything is written: a missing shard is an error and no output.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from collections.abc import Sequence as Seq
 from typing import Any, Optional
 
 import numpy as np
@@ -32,6 +32,7 @@ from ..tfds import (
     FeaturesDict,
     Image,
     ReadConfig,
+    Sequence,
     SkipDecoding,
     Video,
     builder_from_directory,
@@ -74,7 +75,7 @@ def _encoded_images(builder: Builder) -> dict[str, Any]:
 class TfdsInput:
     """The split of each TFDS directory, checked at once (before anything is written)."""
 
-    def __init__(self, dirs: Sequence[str], split: Optional[str], steps: str) -> None:
+    def __init__(self, dirs: Seq[str], split: Optional[str], steps: str) -> None:
         self.parts: list[tuple[Builder, str, list[Any]]] = []
         self.steps = steps
         for d in dirs:
@@ -100,6 +101,26 @@ class TfdsInput:
                 f"--steps rows is for episodic (RLDS) datasets, whose steps are a "
                 f"tfds.features.Dataset; {builder.info.name} has none"
             )
+
+    def sequence_keys(self) -> frozenset[str]:
+        """The stored features that hold one value a step (inside a ``Sequence`` or a
+        ``Dataset``, and videos): written as ``KEY.FEATURE.I.ext`` in WebDataset."""
+        keys: set[str] = set()
+
+        def walk(c: Any, key: str, inside: bool) -> None:
+            if isinstance(c, FeaturesDict):
+                for k, child in c.items():
+                    walk(child, f"{key}/{k}" if key else k, inside)
+            elif isinstance(c, Video):
+                keys.add(key)
+            elif isinstance(c, Sequence):
+                walk(c.feature, key, True)
+            elif inside:
+                keys.add(key)
+
+        for builder, _, _ in self.parts:
+            walk(builder.info.features, "", False)
+        return frozenset(keys)
 
     @property
     def num_examples(self) -> int:
@@ -234,8 +255,3 @@ def _nested(pa: Any, arrays: list[np.ndarray]) -> Any:
     else:  # inner dimensions differ between examples: one level at a time
         inner = _nested(pa, [row for a in arrays for row in a])
     return pa.ListArray.from_arrays(offsets, inner)
-
-
-def describe_dirs(dirs: Sequence[str]) -> str:
-    """The inputs for the summary line."""
-    return ", ".join(os.path.basename(os.path.normpath(d)) for d in dirs)
