@@ -4,7 +4,8 @@
 deflate block with a full flush at a record boundary every few MiB; the file must
 stay one standard stream: ``tf.data.TFRecordDataset`` reads every record, equal, with
 every deflate backend, and the seek points the index keeps are those flush points.
-The spacing is made small here so that each file has many of them.
+The spacing is made small here so that each file has many of them. Grain's global
+shuffle and range shards read a TFDS data source of such shards as they read plain ones.
 """
 
 from __future__ import annotations
@@ -120,3 +121,65 @@ def test_tensorflow_parses_seekable_write_examples(
     assert (parsed["vec"].numpy() == columns["vec"]).all()
     assert parsed["name"].numpy().tolist() == columns["name"]
     assert flush_points(tfr.create_index(path, spacing=64 * 1024)) >= 3
+
+
+TABULAR = Path(__file__).resolve().parents[1] / "data" / "tfds" / "tfl_tabular" / "1.2.0"
+
+
+def compressed_tabular(dest: Path, compression: str) -> Path:
+    """tfl_tabular with every shard rewritten as a seekable GZIP/ZLIB file (same names)
+    and its binary index beside it."""
+    import shutil
+
+    shutil.copytree(TABULAR, dest)
+    for shard in dest.glob("*.tfrecord-*"):
+        recs = list(tfr.tf_record_iterator(str(shard)))
+        with tfr.TFRecordWriter(str(shard), compression, seekable=True) as w:
+            w.write_all(recs)
+        tfr.create_index(str(shard))
+    return dest
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_grain_shuffles_and_shards_a_compressed_data_source(
+    tmp_path: Path, compression: str
+) -> None:
+    grain = pytest.importorskip("grain")
+    import tfrecord_lite.tfds as tfds
+
+    data = compressed_tabular(tmp_path / "ds", compression)
+    src = tfds.builder_from_directory(data).as_data_source("train")
+    plain = tfds.builder_from_directory(TABULAR).as_data_source("train", index_dir=str(tmp_path))
+    everything = [int(e["id"]) for e in plain]
+    assert [int(e["id"]) for e in src] == everything
+    # Grain's global shuffle: a seeded permutation of the indices, read at random.
+    shuffled = grain.MapDataset.source(src).shuffle(seed=5).batch(batch_size=16)
+    ids = [int(i) for b in shuffled for i in b["id"]]
+    assert sorted(ids) == sorted(everything) and ids != everything
+    again = grain.MapDataset.source(plain).shuffle(seed=5).batch(batch_size=16)
+    assert ids == [int(i) for b in again for i in b["id"]]  # the same order as plain shards
+    # Range shards (ShardOptions: each shard a contiguous range of the records), read
+    # in worker processes: the same records as from the plain shards.
+    seen: list[int] = []
+    for shard in range(3):
+        parts = []
+        for source in (src, plain):
+            sampler = grain.samplers.IndexSampler(
+                num_records=len(source),
+                shard_options=grain.sharding.ShardOptions(shard_index=shard, shard_count=3),
+                shuffle=False,
+                num_epochs=1,
+            )
+            loader = grain.DataLoader(
+                data_source=source,
+                sampler=sampler,
+                operations=[grain.transforms.Batch(batch_size=8)],
+                worker_count=2,
+            )
+            parts.append([int(i) for b in loader for i in b["id"]])
+        assert parts[0] == parts[1]
+        where = sorted(everything.index(i) for i in parts[0])
+        assert where == list(range(where[0], where[0] + len(where)))  # one range
+        assert 30 <= len(where) <= 40
+        seen += parts[0]
+    assert len(set(seen)) == len(seen)

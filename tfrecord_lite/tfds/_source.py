@@ -1,6 +1,7 @@
 """Random access to a split: :class:`DataSource` (Grain's ``RandomAccessDataSource``),
 reading each shard through :class:`~tfrecord_lite.TFRecordFile` and an index kept
-beside it or in a cache folder.
+beside it or in a cache folder. Shards may be plain, GZIP or ZLIB (a compressed
+shard is read through the seek points of its binary index).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def open_shard(path: str, num_examples: int, index_dir: Optional[str] = None) ->
     """The shard at ``path`` for random access, checked to hold ``num_examples`` records.
 
     Its index is ``<shard>.index`` if present, else one built once (a streaming pass
-    over the record headers) and kept in ``index_dir`` (default: ``_cache_dir()``);
+    over the record headers; a GZIP/ZLIB shard is inflated once and gets the binary
+    index of its seek points) and kept in ``index_dir`` (default: ``_cache_dir()``);
     if that is not writable, it is kept in memory. :class:`StaleIndexError` if the
     shard holds another number of records than ``dataset_info.json`` says.
     """
@@ -52,14 +54,14 @@ def open_shard(path: str, num_examples: int, index_dir: Optional[str] = None) ->
         index = _cached_index(path, index_dir)
     if index is not None:
         try:
-            f = TFRecordFile(path, index, compression="")
+            f = TFRecordFile(path, index, compression="auto")
         except StaleIndexError:
             f = None
             cached = _cached_index(path, index_dir, rebuild=True)
             if cached is not None:
-                f = TFRecordFile(path, cached, compression="")
+                f = TFRecordFile(path, cached, compression="auto")
     if f is None:
-        f = TFRecordFile(path, compression="")  # index kept in memory
+        f = TFRecordFile(path, compression="auto")  # index kept in memory
     if len(f) != num_examples:
         n = len(f)
         f.close()
@@ -97,7 +99,7 @@ def _cached_index(path: str, index_dir: Optional[str], rebuild: bool = False) ->
         except OSError:
             pass
     try:
-        return create_index(path, index, compression="")
+        return create_index(path, index, compression="auto")
     except OSError:
         return None
 

@@ -164,14 +164,17 @@ class _EpochIterator:
 
 
 class MapDataset(_tud.Dataset[Any]):
-    """Random access over the records of one or more uncompressed TFRecord files.
+    """Random access over the records of one or more TFRecord files.
 
     ``len(ds)`` is the total number of records and ``ds[i]`` the i-th in file
     order (parsed with ``features`` if given, then ``transform``). Uses each file's
     index (``file.index``/``file.idx``) when there is one, else builds it once,
     streaming. Works with any sampler: ``shuffle=True``, ``DistributedSampler``.
-    ``decompress=True`` accepts GZIP/ZLIB files by decompressing each into a
-    temporary file first. In DataLoader worker processes, batches reach the
+    GZIP/ZLIB files are read through the seek points of their binary index
+    (:func:`~tfrecord_lite.create_index`, or ``ShardedWriter(..., seekable=True,
+    write_index=True)``; without one they are inflated once on opening, the seek
+    points kept in memory); ``decompress=True`` decompresses each into a temporary
+    file first instead. In DataLoader worker processes, batches reach the
     main process through shared-memory slots unless ``shared_memory=False`` (see
     the module documentation).
     """
