@@ -302,3 +302,33 @@ def test_tables_and_records_that_are_not_examples(tmp_path: Path, capsys: Any) -
     err = capsys.readouterr().err
     assert "not a tf.train.Example" in err and "record 0" in err
     assert not (tmp_path / "bad.tar").exists()
+
+
+def test_the_webdataset_package_reads_the_shards(tmp_path: Path) -> None:
+    wds = pytest.importorskip("webdataset")
+    pytest.importorskip("PIL")
+    import io as _io
+
+    from PIL import Image
+
+    src = tmp_path / "in.tfrecord"
+    pngs = []
+    for i in range(30):
+        buf = _io.BytesIO()
+        Image.new("RGB", (4 + i % 3, 3), (i, 2 * i, 3 * i)).save(buf, "PNG")
+        pngs.append(buf.getvalue())
+    with tfr.TFRecordWriter(src) as w:
+        for i, png in enumerate(pngs):
+            w.write(tfr.encode_example({"image": [png], "label": np.array([i % 5], np.int64)}))
+    out = tmp_path / "shards" / "train.tar"
+    assert main(["-q", "convert", str(src), str(out), "--shard-size", "20kB"]) == 0
+    n = len(list((tmp_path / "shards").iterdir()))
+    assert n > 1
+    urls = str(tmp_path / "shards" / f"train-{{000000..{n - 1:06d}}}.tar")
+    raw = list(wds.WebDataset(urls, shardshuffle=False).to_tuple("__key__", "png", "json"))
+    assert [k for k, _, _ in raw] == [f"{i:09d}" for i in range(30)]
+    assert [png for _, png, _ in raw] == pngs  # the image's bytes as stored
+    decoded = wds.WebDataset(urls, shardshuffle=False).decode("rgb8").to_tuple("png", "json")
+    for i, (image, doc) in enumerate(decoded):
+        assert image.shape == (3, 4 + i % 3, 3) and image[0, 0].tolist() == [i, 2 * i, 3 * i]
+        assert doc == {"label": i % 5}
