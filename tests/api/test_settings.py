@@ -26,16 +26,7 @@ PACKAGE = Path(tfr.__file__).parent
 #: Modules that still read the environment themselves, each until it asks _settings
 #: instead (the function to call is named). Keep this list exact: an entry whose
 #: module no longer reads the environment fails the test below, so it is removed.
-PENDING: dict[str, str] = {
-    # Being rewritten; pending the move to _settings.engine() (TFRECORD_LITE_ENGINE).
-    "_examples/_jit.py": "_settings.engine()",
-    # Being rewritten; pending _settings.numba_cache_dir() (NUMBA_CACHE_DIR) and
-    # _settings.cache_home() (XDG_CACHE_HOME). Its dict(os.environ) for the compiling
-    # child process is a whole copy, which is allowed anyway.
-    "_examples/_kernels.py": "_settings.numba_cache_dir(), _settings.cache_home()",
-    # Being rewritten; pending _settings.fastpath() (TFRECORD_LITE_FASTPATH).
-    "_examples/_extracted.py": "_settings.fastpath()",
-}
+PENDING: dict[str, str] = {}
 
 _READERS = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
 

@@ -248,3 +248,58 @@ def test_auto_never_waits_for_a_compile_and_the_cache_fills_anyway(tmp_path: Pat
     )
     assert later.returncode == 0, later.stderr
     assert int(later.stdout.split()[-1]) > 0
+
+
+SEQUENCE_HITS = (
+    "import tfrecord_lite as tfr\n"
+    "from tfrecord_lite._examples import _kernels\n"
+    "rs = [tfr.encode_sequence_example({'c': [i]}, {'f': [[i], [i, 1]]}) for i in range(80)]\n"
+    "ctx, seq = {'c': tfr.FixedLenFeature([], tfr.int64)}, {'f': tfr.VarLenFeature(tfr.int64)}\n"
+    "c, s = tfr.parse_sequence_example(rs, ctx, seq)[:2]\n"
+    "assert c['c'].tolist() == list(range(80))\n"
+    "assert s['f'].values.tolist() == [v for i in range(80) for v in (i, i, 1)]\n"
+    "def hits(m):\n"
+    "    return sum(sum(d.stats.cache_hits.values()) for d in m.__dict__.values()\n"
+    "               if hasattr(d, 'stats') and d.__module__ == m.__name__)\n"
+    "print('hits', hits(_kernels.load()), hits(_kernels.load('_jit_sequences')))\n"
+)
+
+
+@pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
+def test_a_changed_kernel_source_never_loads_an_old_compile(tmp_path: Path) -> None:
+    # numba checks a cached function against its own file's time stamp only: the
+    # sequence kernels (which call and inline _jit_kernels' functions) were loaded
+    # from the cache after only _jit_kernels.py had changed. The cache folder is named
+    # by a hash of every kernel source together, so any change compiles them all.
+    import shutil
+
+    import tfrecord_lite
+
+    copy = tmp_path / "src"
+    shutil.copytree(
+        Path(tfrecord_lite.__file__).parent,
+        copy / "tfrecord_lite",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    env = _env(tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(copy))
+
+    def run() -> list[int]:
+        code = SEQUENCE_HITS + "print(tfr.__file__)\n"
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=copy
+        )
+        assert out.returncode == 0, out.stderr
+        *_, first, second, where = out.stdout.split()
+        assert where == str(copy / "tfrecord_lite" / "__init__.py")  # the copy's code
+        return [int(first), int(second)]
+
+    assert run() == [0, 0]  # compiled
+    first, second = run()
+    assert first > 0 and second > 0  # loaded from the cache
+    kernels = copy / "tfrecord_lite" / "_examples" / "_jit_kernels.py"
+    kernels.write_text(kernels.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    assert run() == [0, 0]  # both compiled again, not only the changed file's
+    first, second = run()
+    assert first > 0 and second > 0
+    folders = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(folders) == 2 and all(f.startswith("kernels-") for f in folders)

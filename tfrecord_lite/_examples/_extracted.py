@@ -9,12 +9,12 @@ records joined into one buffer and cut into windows, the switch
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
+from .. import _settings
 from .._record import Buffer, RecordSpans
 from ._schema import DType, float32, int64, string
 
@@ -63,13 +63,10 @@ _FEATURE_TAG_CODE[[0x0A, 0x12, 0x1A]] = [_BYTES, _FLOAT, _INT64]
 
 
 def enabled() -> bool:
-    """Whether the vectorized path is on (``TFRECORD_LITE_FASTPATH``, default on)."""
-    return os.environ.get("TFRECORD_LITE_FASTPATH", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    """Whether the vectorized path is on: the ``fastpath`` setting
+    (``TFRECORD_LITE_FASTPATH`` or ``tfr.options(fastpath=...)``, default on), read at
+    each call."""
+    return _settings.fastpath()
 
 
 class FastColumn(NamedTuple):

@@ -6,13 +6,16 @@ there), and ``jit``, the numba kernels of :mod:`._jit_kernels` (with the
 ``jit`` extra: ``pip install 'tfrecord-lite-np[jit]'``). Records either leaves
 undecided go to the protobuf reference path.
 
-The engine is chosen at run time from ``TFRECORD_LITE_ENGINE``: ``auto`` (the
+The engine is chosen at run time from the ``engine`` setting
+(``TFRECORD_LITE_ENGINE``, or ``tfr.options(engine=...)`` in a block, read from
+:mod:`tfrecord_lite._settings` at each batch): ``auto`` (the
 default: ``jit`` where numba is installed, for batches of
 :data:`JIT_MIN_RECORDS` records or more, else ``numpy``; Example batches whose
 records mostly share one length stay on ``numpy``, see :func:`engine_for`), ``numpy``, or ``jit``
 (without numba installed: ``ImportError``). A smaller batch (a single record,
 a CLI ``head``) stays on ``numpy`` and never waits for a compile.
-``TFRECORD_LITE_FASTPATH=0`` turns both off (protobuf only, for debugging).
+The ``fastpath`` setting (``TFRECORD_LITE_FASTPATH=0``) turns both off (protobuf
+only, for debugging).
 
 Per batch, the driver makes O(kinds + keys) NumPy calls: the walk fills one row
 per record of (where, how many, packed?) for every key, one fill kernel writes
@@ -32,12 +35,12 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
 
+from .. import _settings
 from ._extract import _record_lengths
 from ._extracted import FastColumn, _contiguous, _joined, grid_rows
 from ._kernels import jit_available, loaded, warm
@@ -59,7 +62,8 @@ __all__ = [
     "jit_table",
 ]
 
-ENGINE_VARIABLE = "TFRECORD_LITE_ENGINE"
+#: The engine's environment variable (read by :mod:`tfrecord_lite._settings`).
+ENGINE_VARIABLE = _settings.SETTINGS["engine"].variable
 #: Batches of fewer records take the ``numpy`` engine when no engine is forced.
 JIT_MIN_RECORDS = 64
 #: Whether ``auto`` picks ``jit`` (for batches of :data:`JIT_MIN_RECORDS` or more)
@@ -75,24 +79,24 @@ def engine(n: int, kernels: tuple[str, ...] = ("_jit_kernels",)) -> str:
     ``auto`` picks ``jit`` only once ``kernels`` (the kernel modules the caller runs)
     are loaded: until then the batch goes through the NumPy engine and the kernels
     load in the background (:func:`~._kernels.warm`), so no batch waits for a
-    compile. A forced ``jit`` loads them first, waiting."""
-    forced = os.environ.get(ENGINE_VARIABLE, "").strip().lower()
-    if forced in ("", "auto"):
+    compile. A forced ``jit`` loads them first, waiting. The setting is read here, at
+    each call (a bad ``TFRECORD_LITE_ENGINE`` is a ``ValueError`` that names it)."""
+    forced = _settings.engine()
+    if forced == "auto":
         if not (AUTO_PICKS_JIT and n >= JIT_MIN_RECORDS and jit_available()):
             return "numpy"
         if loaded(*kernels):
             return "jit"
         warm(*kernels)
         return "numpy"
-    if forced == "numpy":
-        return "numpy"
     if forced == "jit":
         if importlib.util.find_spec("numba") is None:
             raise ImportError(
-                f"{ENGINE_VARIABLE}=jit needs numba: pip install 'tfrecord-lite-np[jit]'"
+                "the jit engine (TFRECORD_LITE_ENGINE=jit or tfr.options(engine='jit')) "
+                "needs numba: pip install 'tfrecord-lite-np[jit]'"
             )
         return "jit"
-    raise ValueError(f"{ENGINE_VARIABLE} must be auto, numpy or jit, not {forced!r}")
+    return "numpy"
 
 
 def engine_for(records: Sequence[bytes], lengths: Optional[np.ndarray] = None) -> str:
@@ -105,7 +109,7 @@ def engine_for(records: Sequence[bytes], lengths: Optional[np.ndarray] = None) -
     width) go to ``jit``. A forced engine is used as it is. ``lengths``: the records'
     lengths, where the caller has them."""
     chosen = engine(len(records))
-    if chosen != "jit" or os.environ.get(ENGINE_VARIABLE, "").strip().lower() == "jit":
+    if chosen != "jit" or _settings.engine() == "jit":
         return chosen
     if lengths is None:
         lengths = _record_lengths(records)

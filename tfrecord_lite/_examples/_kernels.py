@@ -14,7 +14,13 @@ process can be started, the thread compiles them itself.
 
 The cache sits beside the package; where that directory is read-only, in
 ``~/.cache/tfrecord_lite/numba``, and where neither can be written, in
-``<tmp>/tfrecord_lite-numba-<uid>``. numba reads its index files with ``pickle``, so
+``<tmp>/tfrecord_lite-numba-<uid>`` (``NUMBA_CACHE_DIR``, or
+``tfr.options(numba_cache_dir=...)`` around the first parse, chooses another). In
+that directory the kernels go to a folder named by a hash of every kernel source
+together (:func:`kernels_hash`): numba checks each cached function only against its
+own file's time stamp, so ``_jit_sequences`` (which calls ``_jit_kernels``' functions
+and inlines their code) would otherwise load a compile of the old code after only
+``_jit_kernels.py`` changed. numba reads its index files with ``pickle``, so
 a cache directory is used only if no other user can have written to it (see
 :func:`_cache_dir`): one another user owns or may write to is never read. A cache
 that cannot be read (corrupt, or written by another numba) is removed and written
@@ -25,6 +31,8 @@ process (with one ``RuntimeWarning``).
 from __future__ import annotations
 
 import atexit
+import contextvars
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -36,19 +44,31 @@ import threading
 import warnings
 from typing import Any, Optional
 
+from .. import _settings
 from .._files import UnsafeDirectoryError, private_directory, why_unsafe
 
-__all__ = ["KERNEL_MODULES", "jit_available", "load", "loaded", "wait", "warm"]
+__all__ = [
+    "KERNEL_MODULES",
+    "jit_available",
+    "kernels_hash",
+    "load",
+    "loaded",
+    "wait",
+    "warm",
+]
 
 #: Every module of compiled kernels, by name within this package.
 KERNEL_MODULES = ("_jit_kernels", "_jit_sequences", "_jit_encode_kernels", "_jit_encode_crc")
+#: Every module whose code or constants the compiled kernels hold: the kernels and the
+#: modules they import from this package.
+KERNEL_SOURCES = (*KERNEL_MODULES, "_keyhash", "_jit_encode_kinds")
 _lock = threading.Lock()
 _modules: dict[str, Any] = {}
 _broken: Optional[str] = None
 _found: Optional[bool] = None
 _warming: dict[tuple[str, ...], threading.Thread] = {}
 _UNSET: Any = object()
-_where: Any = _UNSET  # (the cache directory, once found: a str, or None)
+_where: Any = _UNSET  # (the cache directory, once found)
 
 
 def _numba_found() -> bool:
@@ -96,56 +116,92 @@ def _fresh_dir() -> str:
     return fresh
 
 
-def _cache_dir() -> Optional[str]:
-    """The directory to give numba for the kernels' cache (None: the package's own
-    ``__pycache__``, which numba picks by itself).
+def kernels_hash() -> str:
+    """A hash of the source of every module the compiled kernels are made of
+    (:data:`KERNEL_SOURCES`), together: a change to any of them changes it."""
+    digest = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in KERNEL_SOURCES:
+        digest.update(name.encode("ascii") + b"\0")
+        try:
+            with open(os.path.join(here, f"{name}.py"), "rb") as f:
+                source = f.read()
+        except OSError:  # (no source: numba cannot cache the kernels anyway)
+            source = b""
+        digest.update(len(source).to_bytes(8, "little") + source)
+    return digest.hexdigest()[:16]
+
+
+def _kernels_folder(base: str) -> str:
+    """The folder of ``base`` that holds this version's compiled kernels."""
+    return os.path.join(base, f"kernels-{kernels_hash()}")
+
+
+def _package_cache() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+
+
+def _cache_dir() -> str:
+    """The directory to give numba for the kernels' cache: a folder named by
+    :func:`kernels_hash` in the first of the places below this user may use.
 
     numba reads a cache's index files with ``pickle``, so only a directory no other
     user can have written to is used (:func:`~tfrecord_lite._files.private_directory`):
-    ``NUMBA_CACHE_DIR`` when set, else the package's ``__pycache__`` when this user
-    may write to it, else ``$XDG_CACHE_HOME/tfrecord_lite/numba`` (``~/.cache/...``),
-    else ``<tmp>/tfrecord_lite-numba-<uid>`` (created 0700). One that another user
-    owns or may write to is passed over, with a ``RuntimeWarning`` when it was the
-    one asked for or the last one left (the kernels then compile into a directory
-    of this process's own). Found once per process, without importing numba."""
+    the ``numba_cache_dir`` setting (``NUMBA_CACHE_DIR``, or numba's own
+    ``numba.config.CACHE_DIR`` where numba is imported) when set, else the package's
+    ``__pycache__`` when this user may write to it, else
+    ``$XDG_CACHE_HOME/tfrecord_lite/numba`` (``~/.cache/...``), else
+    ``<tmp>/tfrecord_lite-numba-<uid>`` (created 0700). One that another user owns or
+    may write to is passed over, with a ``RuntimeWarning`` when it was the one asked
+    for or the last one left (the kernels then compile into a directory of this
+    process's own). Found once per process, without importing numba."""
     global _where
     if _where is _UNSET:
         _where = _find_cache_dir()
-    return _where if isinstance(_where, str) else None
+    return str(_where)
 
 
 def _asked_for() -> str:
-    """numba's cache setting: its config where numba is imported, else the variable."""
+    """The cache directory asked for: the setting, else numba's config where numba is
+    imported (a program may set ``numba.config.CACHE_DIR`` itself)."""
+    asked = _settings.numba_cache_dir()
     numba = sys.modules.get("numba")
-    if numba is not None:
-        return str(getattr(numba.config, "CACHE_DIR", "") or "")
-    return os.environ.get("NUMBA_CACHE_DIR", "")
+    if not asked and numba is not None:
+        asked = str(getattr(numba.config, "CACHE_DIR", "") or "")
+    return asked
 
 
-def _find_cache_dir() -> Optional[str]:
+def _private_folder(base: str) -> str:
+    """:func:`_kernels_folder` of ``base``, both checked private (created 0700)."""
+    return private_directory(_kernels_folder(private_directory(base)))
+
+
+def _find_cache_dir() -> str:
     asked = _asked_for()
     if asked:
         try:
-            return private_directory(asked)
+            return _private_folder(asked)
         except UnsafeDirectoryError as err:
             _warn(f"NUMBA_CACHE_DIR is not used for the compiled kernels: {err}")
             return _fresh_dir()
         except OSError:
             return _fresh_dir()
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    here = _package_cache()
     if _writable(here) and why_unsafe(here) is None:
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        try:
+            return _private_folder(here)
+        except OSError:
+            pass
     try:
-        user = os.path.join(base, "tfrecord_lite", "numba")
+        user = os.path.join(_settings.cache_home(), "tfrecord_lite", "numba")
         if os.path.isabs(user):
-            return private_directory(user)
+            return _private_folder(user)
     except OSError:
         pass  # no home to write to (a service user): the temporary folder
     uid = os.getuid() if hasattr(os, "getuid") else 0
     shared = os.path.join(tempfile.gettempdir(), f"tfrecord_lite-numba-{uid}")
     try:
-        return private_directory(shared)
+        return _private_folder(shared)
     except UnsafeDirectoryError as err:
         _warn(f"{err}; the kernels compile into a directory of this process's own")
     except OSError:
@@ -153,12 +209,11 @@ def _find_cache_dir() -> Optional[str]:
     return _fresh_dir()
 
 
-def _forget(where: Optional[str]) -> bool:
-    """Remove this package's kernels from the cache at ``where`` (None: the package's
-    ``__pycache__``), so that they are compiled and cached afresh; False when they
-    cannot be removed. Only the kernels' own files go (``<module>.*.nbi`` / ``.nbc``),
-    and only from a directory :func:`_cache_dir` accepted as this user's."""
-    root = where or os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+def _forget(root: str) -> bool:
+    """Remove this package's kernels from the cache at ``root``, so that they are
+    compiled and cached afresh; False when they cannot be removed. Only the kernels'
+    own files go (``<module>.*.nbi`` / ``.nbc``), and only from a directory
+    :func:`_cache_dir` accepted as this user's."""
     prefixes = tuple(f"{m}." for m in KERNEL_MODULES)
     try:
         for folder, _dirs, files in os.walk(root):
@@ -170,10 +225,10 @@ def _forget(where: Optional[str]) -> bool:
     return True
 
 
-def _import_kernels(name: str, where: Optional[str]) -> Any:
-    """Import (compile or load) kernel module ``name`` with numba's cache at ``where``
-    (None: numba's own choice); numba's setting is restored afterwards, so the user's
-    own cached functions are not put there."""
+def _import_kernels(name: str, where: str) -> Any:
+    """Import (compile or load) kernel module ``name`` with numba's cache at ``where``;
+    numba's setting is restored afterwards, so the user's own cached functions are not
+    put there."""
     import sys
 
     import numba
@@ -183,8 +238,7 @@ def _import_kernels(name: str, where: Optional[str]) -> Any:
     for stale in KERNEL_MODULES:
         if stale not in _modules:  # a module whose import failed half-way
             sys.modules.pop(f"{__package__}.{stale}", None)
-    if where is not None:
-        config.CACHE_DIR = where
+    config.CACHE_DIR = where
     try:
         if name == "_jit_kernels":
             from . import _jit_kernels
@@ -243,10 +297,9 @@ def load(name: str = "_jit_kernels") -> Any:
     return module
 
 
-def _in_cache(name: str, where: Optional[str]) -> bool:
-    """Whether numba's cache at ``where`` (None: the package's ``__pycache__``) holds
-    index files of kernel module ``name``: a load from it takes well under a second."""
-    root = where or os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+def _in_cache(name: str, root: str) -> bool:
+    """Whether numba's cache at ``root`` holds index files of kernel module ``name``: a
+    load from it takes well under a second."""
     prefix = f"{name}."
     try:
         for folder, dirs, files in os.walk(root):
@@ -259,18 +312,21 @@ def _in_cache(name: str, where: Optional[str]) -> bool:
     return False
 
 
-def _start_compile(names: tuple[str, ...], where: Optional[str]) -> Optional[Any]:
+def _start_compile(names: tuple[str, ...], where: str) -> Optional[Any]:
     """Start compiling kernel modules ``names`` into the cache at ``where`` in a
     separate Python process, in a session of its own: it finishes, and fills the
     cache, even if this process exits first. None where no process can be started."""
     if not sys.executable:
         return None
     env = dict(os.environ)
-    if where is not None:
-        env["NUMBA_CACHE_DIR"] = where
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
-    code = f"from {__package__} import _kernels\nfor n in {list(names)!r}: _kernels.load(n)\n"
+    # The child compiles into this very folder (already checked private here).
+    code = (
+        f"from {__package__} import _kernels\n"
+        f"_kernels._where = {where!r}\n"
+        f"for n in {list(names)!r}: _kernels.load(n)\n"
+    )
     try:
         return subprocess.Popen(
             [sys.executable, "-c", code],
@@ -307,8 +363,13 @@ def warm(*names: str) -> None:
         where = _cache_dir()
         cold = tuple(n for n in key if not _in_cache(n, where))
         compiling = _start_compile(cold, where) if cold else None
+        # In the caller's settings (a tfr.options(numba_cache_dir=...) block included).
+        context = contextvars.copy_context()
         thread = threading.Thread(
-            target=_warm, args=(key, compiling), name="tfrecord_lite-kernels", daemon=True
+            target=context.run,
+            args=(_warm, key, compiling),
+            name="tfrecord_lite-kernels",
+            daemon=True,
         )
         _warming[key] = thread
     thread.start()

@@ -7,12 +7,17 @@ that finishes wins), so threads can parse chunks of one stream at the same time.
 :func:`parse_chunks` maps chunks over a thread pool and yields the results in
 the chunks' order, at most ``2 * threads`` chunks ahead of the consumer.
 
+Each chunk is parsed in a copy of the settings in force where the iterator is
+advanced (:func:`contextvars.copy_context`), so a ``tfr.options(engine=...)`` block
+around the loop applies to the chunks the pool's threads parse too.
+
 A dataset's ``num_parallel_calls`` hooks in here: give it the plan and the
 iterator of batches (lists of records, or the ``RecordSpans`` a reader yields).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -43,7 +48,9 @@ def parse_chunks(
     ahead: deque[Future[dict[str, ParsedValue]]] = deque()
     try:
         for chunk in chunks:
-            ahead.append(executor.submit(plan.parse, chunk))
+            # (a copy each: one context cannot be entered by two threads at once)
+            context = contextvars.copy_context()
+            ahead.append(executor.submit(context.run, plan.parse, chunk))
             if len(ahead) >= 2 * max(threads, 1):
                 yield ahead.popleft().result()
         while ahead:
