@@ -202,10 +202,63 @@ def test_seekable_shards_without_an_index_are_flushed(tmp_path: Path, compressio
         assert kinds(tfr.create_index(path, spacing=512 * 1024)).count(_gzindex.FLUSH) >= 3
 
 
-def test_sharded_writer_seekable_must_be_a_bool(tmp_path: Path) -> None:
-    with pytest.raises(TypeError, match="seekable"):
-        tfr.ShardedWriter(tmp_path / "x", 2, seekable=1)  # type: ignore[arg-type]
+def test_seekable_is_a_bool_or_a_spacing(tmp_path: Path) -> None:
+    for bad, error in (("yes", TypeError), (1.5, TypeError), (1, ValueError), (4095, ValueError)):
+        with pytest.raises(error, match="seekable"):
+            tfr.ShardedWriter(tmp_path / "x", 2, seekable=bad)  # type: ignore[arg-type]
+        with pytest.raises(error, match="seekable"):
+            tfr.TFRecordWriter(tmp_path / "y", "GZIP", seekable=bad)  # type: ignore[arg-type]
+        with pytest.raises(error, match="seekable"):
+            tfr.write_examples(tmp_path / "z", {"a": [1]}, seekable=bad)  # type: ignore[arg-type]
     assert not list(tmp_path.iterdir())
+
+
+def gaps(index: str) -> list[int]:
+    outs = [p.out for p in _gzindex.decode(Path(index).read_bytes()).points]
+    return [b - a for a, b in zip(outs, outs[1:])]
+
+
+@pytest.mark.parametrize("how", ["write", "write_all", "write_examples"])
+def test_seekable_takes_the_bytes_between_flush_points(tmp_path: Path, how: str) -> None:
+    spacing = 16 * 1024
+    recs = records(6000, seed=10)
+    path = tmp_path / "s.gz"
+    if how == "write_examples":
+        tfr.write_examples(path, {"r": recs}, compression="GZIP", seekable=spacing)
+    else:
+        with tfr.TFRecordWriter(path, "GZIP", seekable=spacing) as w:
+            if how == "write":
+                for r in recs:
+                    w.write(r)
+            else:
+                w.write_all(recs)
+    written = list(tfr.tf_record_iterator(str(path)))
+    assert len(written) == 6000 and (how == "write_examples" or written == recs)
+    index = tfr.create_index(path, spacing=1)
+    found = gaps(index)
+    total = sum(len(r) + 16 for r in written)
+    assert kinds(index).count(_gzindex.FLUSH) >= total // (spacing + 600) - 1
+    assert max(found) < spacing + 600  # a record is under 600 bytes
+    with tfr.TFRecordFile(path) as f:
+        for i in np.random.default_rng(3).permutation(len(f))[:100].tolist():
+            f._gz.drop()  # type: ignore[union-attr]
+            assert f[i] == written[i]
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_sharded_seekable_spacing_gives_the_index_its_points(
+    tmp_path: Path, compression: str
+) -> None:
+    recs = records(8000, seed=11)
+    with tfr.ShardedWriter(
+        tmp_path / "c", 2, compression=compression, write_index=True, seekable=8192
+    ) as w:
+        w.write_all(recs)
+    for k, (path, index) in enumerate(zip(w.paths, w.index_paths)):
+        found = gaps(index)
+        assert len(found) >= 50 and all(8192 <= g < 8192 + 1024 for g in found[:-1]), found
+        with tfr.TFRecordFile(path) as f:
+            assert f[::-1] == recs[k::2][::-1]
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])

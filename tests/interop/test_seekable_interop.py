@@ -183,3 +183,17 @@ def test_grain_shuffles_and_shards_a_compressed_data_source(
         assert 30 <= len(where) <= 40
         seen += parts[0]
     assert len(set(seen)) == len(seen)
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_tensorflow_reads_a_file_flushed_every_4_kib(
+    tmp_path: Path, compression: str, backend: str
+) -> None:
+    recs = records_for(4, 3000)
+    path = str(tmp_path / "dense.tfrecord")
+    tfr.write_examples(path, {"r": recs}, compression=compression, seekable=4096)
+    got = tf_read(path, compression)
+    spec = {"r": tf.io.FixedLenFeature([], tf.string)}
+    parsed = tf.io.parse_example(tf.constant(got), spec)["r"].numpy().tolist()
+    assert parsed == recs
+    assert flush_points(tfr.create_index(path, spacing=4096)) >= 100

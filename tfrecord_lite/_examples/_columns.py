@@ -167,7 +167,7 @@ def write_examples(
     *,
     compression: Union[str, TFRecordOptions, None] = None,
     raw: Sequence[str] = (),
-    seekable: bool = False,
+    seekable: Union[bool, int] = False,
     storage_options: Optional[Mapping[str, Any]] = None,
 ) -> int:
     """Write one ``tf.train.Example`` per row of ``columns``; return the record count.
@@ -194,7 +194,8 @@ def write_examples(
     :class:`TFRecordOptions`. The records are built directly in the wire format, a
     whole chunk of rows at a time; values round-trip exactly. ``seekable=True``
     (GZIP/ZLIB) writes the file as ``TFRecordWriter(..., seekable=True)`` does:
-    fully flushed at a record boundary every few MiB, so its index
+    fully flushed at a record boundary every few MiB (``seekable=N``: every ``N``
+    bytes of records), so its index
     (:func:`~tfrecord_lite.create_index`) needs no window for those seek points.
     """
     prepared, n = _prepare(columns, raw)

@@ -70,7 +70,7 @@ from ._lockfile import PathLock
 from ._options import TFRecordOptions
 from ._paths import shard_name
 from ._shardset import manifest_path, write_manifest
-from ._writer import TFRecordWriter
+from ._writer import TFRecordWriter, seek_spacing
 
 __all__ = ["ShardedWriter"]
 
@@ -98,7 +98,7 @@ class _Shard:
         options: TFRecordOptions,
         with_index: bool,
         atomic: bool = False,
-        seekable: bool = False,
+        seekable: Union[bool, int] = False,
     ) -> None:
         self.tmp_path = tmp_path
         self.writer = TFRecordWriter(tmp_path, options, atomic=atomic, seekable=seekable)
@@ -136,7 +136,8 @@ class ShardedWriter:
 
     ``seekable=True`` (GZIP/ZLIB) writes each shard as
     ``TFRecordWriter(..., seekable=True)`` does: a full flush at a record boundary
-    every few MiB, one standard stream any reader reads. With ``write_index=True`` the
+    every few MiB (``seekable=N``: every ``N`` bytes of records), one standard
+    stream any reader reads. With ``write_index=True`` the
     index of such a shard is the binary index of compressed files
     (:func:`~tfrecord_lite.create_index`), its seek points those flush points, made
     from what was written without reading the shard again: ``TFRecordFile``, the
@@ -159,7 +160,7 @@ class ShardedWriter:
         options: Union[str, int, TFRecordOptions, None] = None,
         suffix: str = "",
         write_index: bool = False,
-        seekable: bool = False,
+        seekable: Union[bool, int] = False,
         storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.prefix = _fs.bind(prefix, storage_options)
@@ -182,8 +183,7 @@ class ShardedWriter:
         self.compression = self._options.compression_type
         self.suffix = suffix
         self.write_index = write_index
-        if not isinstance(seekable, bool):
-            raise TypeError(f"seekable must be True or False, got {type(seekable).__name__}")
+        seek_spacing(seekable)  # checked now, before a file is made
         self.seekable = seekable
         self._lock = threading.Lock()
         self._done: list[_Shard] = []  # finished shards (sequential mode)

@@ -21,6 +21,7 @@ from typing import IO, Any, Optional, Union
 
 from .._errors import ClosedError, TFRecordError
 from .._record import (
+    LENGTH,
     RECORD_OVERHEAD,
     FramedRecords,
     SkipReport,
@@ -48,9 +49,15 @@ DEFAULT_BUFFER_SIZE = 256 * 1024
 #: ``seekable=True``: records (framed) between two full flushes, at least; under the
 #: 4 MiB between an index's seek points, so that each of them can be a flush point.
 SEEKABLE_SPACING = 3 * 1024 * 1024
+#: The least spacing ``seekable=<bytes>`` takes (a full flush costs a few hundred
+#: bytes of lost matches each; closer than this it only grows the file).
+MIN_SEEKABLE_SPACING = 4096
 
 #: Records framed together by TFRecordWriter.write_all.
 _FRAME_CHUNK = 4096
+#: ``seekable=N`` below this: write_all frames record by record (its chunks of
+#: :data:`_FRAME_CHUNK` records would be farther apart than the flush points).
+_CHUNKED_FROM = 1024 * 1024
 
 
 class TFRecordWriter:
@@ -102,7 +109,11 @@ class TFRecordWriter:
     boundary every 3 MiB of records (:data:`SEEKABLE_SPACING`), so inflating can
     start there without the output before it: the file's index
     (:func:`~tfrecord_lite.create_index`) then keeps no 32 KiB window for those seek
-    points. The file stays one standard stream any reader reads.
+    points. The file stays one standard stream any reader reads. ``seekable=N`` (a
+    number of bytes, at least 4096) flushes every ``N`` bytes of records instead:
+    closer points make each random read inflate less (about ``N / 2`` bytes on
+    average) and the file larger (each flush forgets the deflate window); see
+    ``benchmarks/RESULTS-io.md`` for what each spacing costs and gives.
 
     Two writers of one local file: in the default mode and with ``mode="a"`` a writer
     holds an exclusive advisory lock (``flock``) on the file until :meth:`close`; a
@@ -125,7 +136,7 @@ class TFRecordWriter:
         atomic: bool = False,
         mode: str = "w",
         repair: bool = False,
-        seekable: bool = False,
+        seekable: Union[bool, int] = False,
         storage_options: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self._lock = threading.Lock()
@@ -144,8 +155,9 @@ class TFRecordWriter:
         self.path = describe(path)
         self._owns_file = not is_file_object(path)
         append = _writer_mode(mode) == "a"
-        if not all(isinstance(v, bool) for v in (atomic, repair, seekable)):
-            raise TypeError("atomic, repair and seekable must be True or False")
+        if not all(isinstance(v, bool) for v in (atomic, repair)):
+            raise TypeError("atomic and repair must be True or False")
+        spacing = seek_spacing(seekable)
         if repair and not append:
             raise ValueError("repair=True goes with mode='a'")
         if self._owns_file:
@@ -208,7 +220,7 @@ class TFRecordWriter:
         self._zobj = self._options._compressobj() if self.compression else None
         self._flush_mode = self._options.flush_mode or zlib.Z_NO_FLUSH
         # seekable: a full flush at a record boundary once this much input has passed.
-        self._seek_every = SEEKABLE_SPACING if seekable and self._zobj is not None else 0
+        self._seek_every = spacing if self._zobj is not None else 0
         self._since_point = 0
         # seekable: bytes in (framed records) and out (compressed, from where this writer
         # started), and where each full flush left them: (compressed, decompressed) offsets.
@@ -277,7 +289,7 @@ class TFRecordWriter:
         count = 0
         with self._lock, self._errors():
             self._check_open()
-            if self._flush_mode != zlib.Z_NO_FLUSH:
+            if self._flush_mode != zlib.Z_NO_FLUSH or 0 < self._seek_every < _CHUNKED_FROM:
                 for record in records:
                     self._append(_record_buffer(record))
                     count += 1
@@ -303,6 +315,8 @@ class TFRecordWriter:
 
     def _write_framed(self, records: FramedRecords) -> int:
         """Records framed already (one buffer, from ``write_examples``): written as they are."""
+        if 0 < self._seek_every < records.nbytes:
+            return self._write_framed_seekable(records)
         if records.nbytes < self._buffer_size:
             self._parts.append(bytes(records.buffer))  # buffered: a copy of its own
         else:
@@ -312,6 +326,30 @@ class TFRecordWriter:
         self.records_written += records.count
         if self._pending >= self._buffer_size:
             self._drain(None)
+        return records.count
+
+    def _write_framed_seekable(self, records: FramedRecords) -> int:
+        """Framed records cut at record boundaries where flush points fall due."""
+        view = memoryview(records.buffer).cast("B")
+        pos = cut = 0
+        count = 0
+        while pos < len(view):
+            (length,) = LENGTH.unpack_from(view, pos)
+            pos += length + RECORD_OVERHEAD
+            count += 1
+            if self._since_point + self._pending + pos - cut >= self._seek_every:
+                self._parts.append(bytes(view[cut:pos]))
+                self._pending += pos - cut
+                self.records_written += count
+                count = 0
+                cut = pos
+                self._drain(None)
+        if pos > cut:
+            self._parts.append(bytes(view[cut:pos]))
+            self._pending += pos - cut
+            self.records_written += count
+            if self._pending >= self._buffer_size:
+                self._drain(None)
         return records.count
 
     def _append(self, data: Union[bytes, bytearray, memoryview]) -> None:
@@ -329,8 +367,12 @@ class TFRecordWriter:
         self.records_written += 1
         if self._flush_mode != zlib.Z_NO_FLUSH:
             self._drain(self._flush_mode)
-        elif self._pending >= self._buffer_size:
+        elif self._pending >= self._buffer_size or self._point_due():
             self._drain(None)
+
+    def _point_due(self) -> bool:
+        """Whether the records buffered reach the next flush point (``seekable``)."""
+        return bool(self._seek_every) and self._since_point + self._pending >= self._seek_every
 
     def _drain(self, zlib_flush: Optional[int]) -> None:
         f = self._file
@@ -548,6 +590,23 @@ def _hold(path: str, held: Optional[int], kept: Optional[str] = None) -> Optiona
         os.close(fd)
         raise
     return fd
+
+
+def seek_spacing(seekable: object) -> int:
+    """The bytes of records between two full flushes that ``seekable`` asks for (0: none)."""
+    if isinstance(seekable, bool):
+        return SEEKABLE_SPACING if seekable else 0
+    if not isinstance(seekable, int):
+        raise TypeError(
+            "seekable must be True, False or a number of bytes between flush points, "
+            f"got {type(seekable).__name__}"
+        )
+    if seekable < MIN_SEEKABLE_SPACING:
+        raise ValueError(
+            f"seekable={seekable}: the bytes between two flush points must be at least "
+            f"{MIN_SEEKABLE_SPACING} (or pass True for the default, {SEEKABLE_SPACING})"
+        )
+    return seekable
 
 
 def _record_buffer(record: object) -> Union[bytes, bytearray, memoryview]:
