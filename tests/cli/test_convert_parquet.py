@@ -120,3 +120,45 @@ def test_closing_prefetch_stops_its_thread() -> None:
     time.sleep(0.05)
     assert threading.active_count() == before
     assert len(produced) <= 3 + 1 + 2 + 1  # taken, the one in hand, the queue, one more
+
+
+def test_parquet_row_groups_gather_the_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_lite._cli import _convert_tables
+
+    monkeypatch.setattr(_convert_tables, "ROW_GROUP_ROWS", 10_000)
+    n = 20_000
+    src = _write(tmp_path / "in.tfrecord", [{"x": np.array([i], np.int64)} for i in range(n)])
+    out = tmp_path / "o.parquet"
+    assert main(["-q", "convert", str(src), str(out)]) == 0
+    meta = pq.read_metadata(out)
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sizes == [16_384, 3_616]  # batches of 8,192 gathered past 10,000 rows
+    assert pq.read_table(out).column("x").to_pylist() == list(range(n))
+    # and by bytes: each batch is over the limit, so each is a row group
+    monkeypatch.setattr(_convert_tables, "ROW_GROUP_BYTES", 1)
+    assert main(["-q", "convert", str(src), str(tmp_path / "b.parquet")]) == 0
+    assert pq.read_metadata(tmp_path / "b.parquet").num_row_groups == 3
+
+
+def test_big_records_make_small_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfrecord_lite._cli import _convert
+
+    monkeypatch.setattr(_convert, "BATCH_BYTES", 10_000)
+    blob = bytes(range(256)) * 4  # about 1 kB a record: 10 records a batch
+    src = _write(tmp_path / "in.tfrecord", [{"b": [blob], "i": [i]} for i in range(95)])
+    seen: list[int] = []
+    real = _convert._Records.batches
+
+    def recorded(self: Any, size: int) -> Any:
+        for batch in real(self, size):
+            seen.append(len(batch))
+            yield batch
+
+    monkeypatch.setattr(_convert._Records, "batches", recorded)
+    assert main(["-q", "convert", str(src), str(tmp_path / "o.arrow")]) == 0
+    assert seen == [10] * 9 + [5]
+    import pyarrow.feather as feather
+
+    assert feather.read_table(tmp_path / "o.arrow").column("i").to_pylist() == list(range(95))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from .._examples import DEFAULT_SAMPLE
@@ -36,10 +36,16 @@ from ._common import (
 from ._convert_names import FORMATS, KNOWN, READS, Target, input_format, output_target
 from ._convert_tables import TableFile, read_tables, schema_of
 from ._convert_webdataset import TarShards, parse_size
+from ._output import plural
 
 if TYPE_CHECKING:
     from ._convert_tfds import TfdsInput
-from ._output import plural
+
+#: Record bytes in one batch at most (with up to DEFAULT_BATCH_SIZE records): the
+#: read, parse and write stages hold a few batches each.
+BATCH_BYTES = 32 * 2**20
+#: Batches read ahead of the parser.
+READ_AHEAD = 2
 
 
 class _Records:
@@ -73,31 +79,38 @@ class _Records:
                     yield item.data
 
     def batches(self, size: int) -> Iterator[list[bytes]]:
-        """The records in lists of ``size`` (the last shorter), read a block at a time
-        where no damage is to be skipped."""
-        if self.skip_bad:
-            from .._tables import batches
+        """The records in lists of ``size``, or of :data:`BATCH_BYTES` where they are
+        big (so memory stays bounded), read a block at a time where no damage is to be
+        skipped."""
+        batch: list[bytes] = []
+        held = 0
+        for block in self._blocks():
+            for data in block:
+                batch.append(data)
+                held += len(data)
+                if len(batch) >= size or held >= BATCH_BYTES:
+                    yield batch
+                    batch, held = [], 0
+        if batch:
+            yield batch
 
-            yield from batches(self(), size)
+    def _blocks(self) -> Iterator[Sequence[bytes]]:
+        if self.skip_bad:
+            for data in self():
+                yield (data,)
             return
         from .._files import READ_BLOCK_SIZE, detect_compression, read_batches
 
-        batch: list[bytes] = []
         with self.ctx.bar(total_size(self.inputs), "convert", "B") as bar:
             for path in self.inputs:
                 with fs.open_read(path) as f:
                     compressed = bool(detect_compression(f.read(64)))
                 for block in read_batches(path, "auto", True, READ_BLOCK_SIZE, "raise", None, None):
-                    batch.extend(block)
+                    yield block
                     if not compressed:  # the bytes of a compressed file: when it is done
                         bar.update(sum(map(len, block)) + 16 * len(block))
-                    while len(batch) >= size:
-                        yield batch[:size]
-                        batch = batch[size:]
                 if compressed:
                     bar.update(fs.size(path))
-        if batch:
-            yield batch
 
 
 class _TableRecords(_Records):
@@ -185,7 +198,8 @@ def _records_to_table(
 
     out = args.output
     # With --skip-bad the schema comes from the good records only, so damage is not
-    # fatal there either.
+    # fatal there either. (Reading ahead while the sample is inferred would only slow
+    # the inference: both hold the GIL for most of their work.)
     source: Any = records("schema", report=False) if records.skip_bad else inputs
     sampled = infer_schema(source, args.sample, check=False)
     # keys seen only as an empty Feature() get their kind from later records: checked path
@@ -193,24 +207,33 @@ def _records_to_table(
     if dict(sampled) and not sampled.is_sequence and not untyped:
         plan = ReadPlan(dict(sampled), None, sample=args.sample)
         try:
-            return _convert_records(target, out, plan, records)
+            return _convert_records(target, out, plan, _read_ahead(records))
         except ParseError:
             if sampled.records < args.sample:  # every record was in the sample
                 raise
             records.skipped = 0  # the records are read again from the start
     source = records("schema", report=False) if records.skip_bad else inputs
-    return _convert_records(target, out, ReadPlan(None, None, source, sample=args.sample), records)
+    plan = ReadPlan(None, None, source, sample=args.sample)
+    return _convert_records(target, out, plan, _read_ahead(records))
 
 
-def _convert_records(target: Target, out: str, plan: Any, records: _Records) -> int:
-    """The records parsed by ``plan`` into a table file: read, parsed and written in three
-    threads (see ``_convert_pipeline``)."""
+def _read_ahead(records: _Records) -> Any:
+    """The records' batches, read in a thread of their own (see ``_convert_pipeline``)."""
     from .._tables import DEFAULT_BATCH_SIZE
     from ._convert_pipeline import Prefetch
 
-    with Prefetch(records.batches(DEFAULT_BATCH_SIZE), name="read") as read:  # noqa: SIM117
-        with Prefetch((plan.convert(batch) for batch in read), name="parse") as tables:
-            return _write_table_file(target, out, iter(tables), plan.schema)
+    read = Prefetch(records.batches(DEFAULT_BATCH_SIZE), depth=READ_AHEAD, name="read")
+    read.start()
+    return read
+
+
+def _convert_records(target: Target, out: str, plan: Any, read: Any) -> int:
+    """The batches ``read`` gives parsed by ``plan`` into a table file: read, parsed and
+    written in three threads (see ``_convert_pipeline``)."""
+    from ._convert_pipeline import Prefetch
+
+    with read, Prefetch((plan.convert(batch) for batch in read), name="parse") as tables:
+        return _write_table_file(target, out, iter(tables), plan.schema)
 
 
 def _tables_to_records(

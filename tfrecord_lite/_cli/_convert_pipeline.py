@@ -60,10 +60,14 @@ class Prefetch(Generic[T]):
             if close is not None:
                 close()
 
-    def __iter__(self) -> Iterator[T]:
+    def start(self) -> None:
+        """Start reading ahead now (else: on the first ``iter``)."""
         if not self._started:
             self._started = True
             self._thread.start()
+
+    def __iter__(self) -> Iterator[T]:
+        self.start()
         while True:
             item = self._queue.get()
             if item is _DONE:

@@ -28,8 +28,18 @@ def _pyarrow(fmt: str) -> tuple[Any, Any]:
     return pa, pa.ipc
 
 
+#: A Parquet row group is written once this many rows, or ROW_GROUP_BYTES of them, are in.
+ROW_GROUP_ROWS = 65_536
+ROW_GROUP_BYTES = 64 * 2**20
+
+
 class TableFile:
-    """A Parquet or Arrow IPC file written atomically, one table (row group) at a time."""
+    """A Parquet or Arrow IPC file written atomically, a table at a time.
+
+    Parquet tables are gathered into row groups of up to :data:`ROW_GROUP_ROWS` rows
+    or :data:`ROW_GROUP_BYTES` bytes (readers skip and read whole row groups, so tiny
+    ones make a slow file); Arrow IPC record batches are written as they come.
+    """
 
     def __init__(self, path: str, fmt: str) -> None:
         self.path = path
@@ -38,6 +48,9 @@ class TableFile:
         head, tail = os.path.split(path)
         self.tmp = os.path.join(head, f".{tail}.tmp-{os.getpid()}")
         self._writer: Optional[Any] = None
+        self._pending: list[Any] = []
+        self._rows = 0
+        self._bytes = 0
 
     def _open(self, schema: Any) -> Any:
         if self._writer is None:
@@ -49,15 +62,33 @@ class TableFile:
 
     def write(self, table: Any) -> None:
         """Append the table's rows (its schema must be the first table's)."""
-        self._open(table.schema).write_table(table)
+        writer = self._open(table.schema)
+        if self.format != "parquet":
+            writer.write_table(table)
+            return
+        self._pending.append(table)
+        self._rows += table.num_rows
+        self._bytes += table.nbytes
+        if self._rows >= ROW_GROUP_ROWS or self._bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            table = self._pa.concat_tables(self._pending)
+            self._pending, self._rows, self._bytes = [], 0, 0
+            assert self._writer is not None
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
 
     def commit(self, schema: Any) -> None:
         """Close the file and give it its name (``schema`` for a file of no tables)."""
-        self._open(schema).close()
+        writer = self._open(schema)
+        self._flush()
+        writer.close()
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         """Drop what was written: the temporary file is removed."""
+        self._pending = []
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()
