@@ -181,7 +181,8 @@ def test_a_short_shard_is_an_error_and_leaves_nothing(tmp_path: Path, capsys: An
         (RLDS, ["--split", "validation"], "validation"),
         (FEATURES, ["--split", "train", "--steps", "rows"], "--steps rows is for episodic"),
         (RLDS, ["--split", "train", "--steps", "rows", "--to", "tfrecord"], "--steps rows is for"),
-        (RLDS, ["--split", "train", "--skip-bad"], "--skip-bad is for TFRecord inputs"),
+        (RLDS, ["--split", "train", "--skip-bad"], "--skip-bad is for input files"),
+        (RLDS, ["--split", "train", "--from", "arrow"], "--from is for input files"),
     ],
 )
 def test_usage_errors(

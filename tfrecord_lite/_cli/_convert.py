@@ -345,8 +345,11 @@ def _check_options(args: argparse.Namespace, target: Target, tfds: bool) -> None
             f"--steps rows is for Parquet and Arrow output; {target.describe()} output gets "
             "the episodes' records as they are stored"
         )
-    if tfds and args.skip_bad:
-        raise UsageError("--skip-bad is for TFRecord inputs, not TFDS dataset directories")
+    if tfds and (args.skip_bad or args.from_format):
+        raise UsageError(
+            f"{'--skip-bad' if args.skip_bad else '--from'} is for input files, not TFDS "
+            "dataset directories"
+        )
 
 
 def run(args: argparse.Namespace, ctx: Ctx) -> int:
