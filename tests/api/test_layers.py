@@ -60,6 +60,7 @@ def package() -> Package:
     return read_package(PACKAGE_DIR)
 
 
+@pytest.mark.slow
 def test_the_import_reader_sees_every_form(package: Package) -> None:
     source = """
 import os

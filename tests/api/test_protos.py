@@ -431,6 +431,7 @@ def _protobuf_version() -> tuple[int, ...]:
     return tuple(int(p) for p in protobuf.__version__.split(".")[:2])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     os.environ.get("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION") == "python",
     reason="already running on the pure-Python protobuf backend",

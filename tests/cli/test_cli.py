@@ -324,6 +324,7 @@ def test_damaged_files_exit_1_with_location(name, where):
     assert where in one_error_line(counted.stderr)
 
 
+@pytest.mark.slow
 def test_every_tensorflow_fixture_in_one_run():
     """verify / info / head over every fixture at once: right verdict per file, never a traceback."""
     files = sorted(DATA.glob("*.tfrecord"))
@@ -350,6 +351,7 @@ def test_every_tensorflow_fixture_in_one_run():
 # --------------------------------------------------------------------------- index / convert
 
 
+@pytest.mark.slow
 def test_index_files(tmp_path):
     for name in ("few.plain", "few.gzip"):
         shutil.copy(DATA / f"{name}.tfrecord", tmp_path)
@@ -437,6 +439,7 @@ def image_dir(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_from_images_writes_shards_labels_and_skips_bad_files(image_dir, tmp_path):
     out_prefix = tmp_path / "out" / "fruit"
     res = run("from-images", image_dir, out_prefix, "--shards", "2", "--workers", "1")
@@ -526,6 +529,7 @@ def test_from_images_keeps_every_file_as_it_is_by_default(mixed_image_dir, tmp_p
     assert "images: every image stored as its file is" in res.stdout
 
 
+@pytest.mark.slow
 def test_from_images_converts_only_when_asked_and_says_so(mixed_image_dir, tmp_path):
     from tfrecord_lite._decoding import decode_image
 

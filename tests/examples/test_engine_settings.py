@@ -126,6 +126,7 @@ KERNELS_IN_A_BLOCK = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_the_kernels_cache_follows_the_block_around_the_first_parse(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "TFRECORD_LITE"))}

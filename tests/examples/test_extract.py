@@ -479,6 +479,7 @@ def test_import_compiles_nothing() -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_a_corrupt_kernel_cache_is_compiled_afresh(tmp_path: Any) -> None:
     code = (

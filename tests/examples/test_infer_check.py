@@ -294,6 +294,7 @@ def _taxi_like(directory: Path) -> list[Path]:
     return paths
 
 
+@pytest.mark.slow
 def test_taxi_like_shards(tmp_path: Path) -> None:
     paths = _taxi_like(tmp_path)
     quick = tfr.infer_schema(paths[0], check=False)
@@ -309,6 +310,7 @@ def test_taxi_like_shards(tmp_path: Path) -> None:
     assert_cli_agrees(paths, *paths)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not TAXI.is_dir(), reason=f"{TAXI} (TFX's taxi shards, outside the repository) is absent"
 )

@@ -132,6 +132,7 @@ def _plant(tmp: Path, owner_other: bool) -> tuple[Path, Path]:
     return planted, mark
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 @pytest.mark.parametrize(
     "owner_other",
@@ -163,6 +164,7 @@ def test_a_planted_cache_in_the_temporary_folder_is_never_loaded(
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_the_temporary_folder_cache_is_created_private_and_reused(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
@@ -176,6 +178,7 @@ def test_the_temporary_folder_cache_is_created_private_and_reused(tmp_path: Path
     assert int(again.stdout.split()[-1]) > 0  # loaded from the cache, not compiled again
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_a_corrupt_cache_is_repaired_for_later_processes(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
@@ -194,6 +197,7 @@ def test_a_corrupt_cache_is_repaired_for_later_processes(tmp_path: Path) -> None
     assert int(later.stdout.split()[-1]) > 0  # the repaired cache is read, not recompiled
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_a_cache_dir_asked_for_that_others_may_write_is_passed_over(tmp_path: Path) -> None:
     asked = tmp_path / "shared"

@@ -1274,6 +1274,7 @@ def check_against_model(
 PROPS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPS
 @given(case=cases())
 def test_parse_example_matches_reference_model(case: Any) -> None:
@@ -1317,6 +1318,7 @@ def fast_path(on: bool) -> Iterator[None]:
             os.environ["TFRECORD_LITE_FASTPATH"] = old
 
 
+@pytest.mark.slow
 @PROPS
 @given(case=cases())
 def test_fast_and_generic_extractors_agree(case: Any) -> None:

@@ -42,6 +42,7 @@ def _write(path: Path, own: int = 100, plain: int = 6000) -> None:
             w.write(tfr.encode_example({"id": i}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_reading_a_sparse_schema_takes_memory_bounded_by_the_grid(
     tmp_path: Path, engine: str, monkeypatch: Any

@@ -25,6 +25,7 @@ def _records(n: int) -> list[bytes]:
     return [tfr.encode_example({f"f{i}": [i * (r + 1)] for i in range(FEATURES)}) for r in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["few", "all"])
 def test_a_batch_of_wide_records_takes_few_lockstep_steps(which: str, monkeypatch: Any) -> None:
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
@@ -56,6 +57,7 @@ def test_the_equal_layout_path_leaves_wide_records_to_the_walk() -> None:
     assert len(_layout._regions(narrow)) == 10
 
 
+@pytest.mark.slow
 def test_wide_records_take_memory_proportional_to_their_bytes(monkeypatch: Any) -> None:
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
     records = _records(8)

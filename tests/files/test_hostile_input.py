@@ -168,6 +168,7 @@ def test_deflate_bomb_is_refused_in_bounded_memory(monkeypatch: pytest.MonkeyPat
     assert peak < 4 * _inflate.INFLATE_CHUNK
 
 
+@pytest.mark.slow
 def test_a_bomb_of_valid_records_streams() -> None:
     # 512 Ki records of 48 zero bytes = 32 MiB decompressed from ~100 KB: bounded memory.
     z = zlib.compressobj(9, zlib.DEFLATED, 31)

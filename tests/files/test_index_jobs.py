@@ -93,6 +93,7 @@ def _rank(path: str, start: float) -> bool:
     return built
 
 
+@pytest.mark.slow
 def test_many_ranks_at_once_build_the_index_once(tmp_path: Path) -> None:
     recs = records(20_000, seed=3)
     path = write(tmp_path / "big.gz", recs, "GZIP")

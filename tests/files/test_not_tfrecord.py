@@ -71,6 +71,7 @@ def test_every_reader_says_what_the_file_is(not_tfrecord: tuple[Path, str]) -> N
         assert (report.path, report.offset, report.length) == (str(path), 0, path.stat().st_size)
 
 
+@pytest.mark.slow
 def test_the_cli_says_what_the_file_is(not_tfrecord: tuple[Path, str]) -> None:
     path, what = not_tfrecord
     env = dict(os.environ, TFRECORD_LITE_PROGRESS="0")

@@ -137,6 +137,7 @@ def _run_child(prefix: Path, mode: str, delay: float | None) -> float:
         proc.stdout.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["n", "r"])
 def test_a_job_killed_during_close_never_leaves_a_set_that_looks_complete(
     tmp_path: Path, mode: str

@@ -94,6 +94,7 @@ def _peak(fn: Any) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_files(tmp_path: Path) -> None:
     one = write(tmp_path / "one.tfrecord", [example(i) for i in range(20_000)])
     five = [one] * 5

@@ -286,6 +286,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_info_and_verify_on_an_rlds_directory(tmp_path: Path) -> None:
     info = _cli("info", str(RLDS))
     assert info.returncode == 0, info.stderr
