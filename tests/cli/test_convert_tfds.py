@@ -72,6 +72,26 @@ def test_rlds_episodes_with_their_steps_as_list_columns(tmp_path: Path, capsys: 
     assert 0 in lengths and max(lengths) > 1  # empty and long episodes alike
 
 
+def test_episodes_are_converted_a_bounded_number_of_bytes_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_lite._cli import _convert_tables, _convert_tfds
+
+    monkeypatch.setattr(_convert_tfds, "TABLE_BYTES", 1)  # one episode a table
+    sizes: list[int] = []
+    real = _convert_tables.TableFile.write
+
+    def write(self: Any, table: Any) -> None:
+        sizes.append(table.num_rows)
+        real(self, table)
+
+    monkeypatch.setattr(_convert_tables.TableFile, "write", write)
+    out = tmp_path / "e.parquet"
+    assert main(["-q", "convert", str(RLDS), str(out), "--split", "train"]) == 0
+    assert sizes == [1] * 6
+    assert pq.read_table(out).num_rows == 6
+
+
 def test_rlds_one_row_per_step(tmp_path: Path) -> None:
     out = tmp_path / "steps.arrow"
     assert main(["-q", "convert", str(RLDS), str(out), "--split", "train", "--steps", "rows"]) == 0

@@ -40,11 +40,13 @@ from ..tfds import (
 )
 from ._common import UsageError
 
-__all__ = ["EPISODE_ROWS", "STEP_ROWS", "TfdsInput"]
+__all__ = ["EPISODE_ROWS", "STEP_ROWS", "TABLE_BYTES", "TfdsInput"]
 
-#: Rows per table (Parquet row group) for episodes, and for steps or plain examples.
+#: Rows per table for episodes, and for steps or plain examples; a table is cut
+#: sooner once its rows hold TABLE_BYTES (episodes of many frames).
 EPISODE_ROWS = 16
 STEP_ROWS = 1024
+TABLE_BYTES = 32 * 2**20
 
 
 def _pick_split(builder: Builder, split: Optional[str]) -> str:
@@ -162,15 +164,17 @@ class TfdsInput:
 
         pa = require_pyarrow("convert to Parquet/Arrow")
         batch: list[dict[str, Any]] = []
+        held = 0
         schema = None
         for size, row in self.rows():
             batch.append(row)
+            held += _nbytes(row)
             if on_row is not None:
                 on_row(1)
-            if len(batch) >= size:
+            if len(batch) >= size or held >= TABLE_BYTES:
                 table = _table(pa, batch, schema)
                 schema = table.schema
-                batch = []
+                batch, held = [], 0
                 yield table
         if batch or schema is None:
             yield _table(pa, batch, schema)
@@ -199,6 +203,19 @@ def _table(pa: Any, rows: list[dict[str, Any]], schema: Any) -> Any:
     if schema is not None and table.schema != schema:
         table = table.cast(schema)
     return table
+
+
+def _nbytes(value: Any) -> int:
+    """About how many bytes a decoded example holds."""
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "O":
+            return sum(len(v) if isinstance(v, bytes) else 8 for v in value.ravel())
+        return int(value.nbytes)
+    if isinstance(value, RaggedValue):
+        return int(value.flat_values.nbytes)
+    return len(value) if isinstance(value, bytes) else 8
 
 
 def _base_type(pa: Any, dtype: np.dtype[Any]) -> Any:
