@@ -138,7 +138,12 @@ def test_records_as_they_are_stored(tmp_path: Path) -> None:
     argv = ["-q", "convert", str(RLDS), str(tmp_path / "s.tfrecord"), "--split", "train[2:5]"]
     assert main(argv) == 0
     assert list(tfr.tf_record_iterator(tmp_path / "s.tfrecord")) == stored[2:5]
+
+
+def test_records_as_they_are_stored_to_array_record(tmp_path: Path) -> None:
     module = pytest.importorskip("array_record.python.array_record_module")
+    builder = tfds.builder_from_directory(RLDS)
+    stored = [r for s in builder.info.splits["train"].filepaths for r in tfr.tf_record_iterator(s)]
     ar = tmp_path / "train.array_record"
     assert main(["-q", "convert", str(RLDS), str(ar), "--split", "train"]) == 0
     reader = module.ArrayRecordReader(str(ar))
