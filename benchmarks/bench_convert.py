@@ -14,7 +14,9 @@ taxi-like set of ``benchmarks/run.py`` is, into ``benchmarks/_data/convert/``
   spec ``convert`` parses with;
 * **read_table**: ``tfrecord_lite.arrow.read_table(shards)`` (schema inferred, to Arrow);
 * **convert -> Parquet**: ``tfrecord-lite convert -q SHARDS out.parquet`` in process
-  (schema inferred and checked, parsed, converted to Arrow, written as Parquet).
+  (schema inferred and checked, parsed, converted to Arrow, written as Parquet);
+* **convert --schema -> Parquet**: the same with TFX's kind of spec given as JSON
+  (``--schema``: nothing inferred).
 
 Each timing is the median of ``--reps`` runs after one warm-up, as wall-clock and as
 the process's CPU seconds (all threads), which other work on a shared machine
@@ -25,6 +27,7 @@ where one convert run spends its time (cProfile, top functions by own time).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -103,6 +106,20 @@ def main() -> None:
     def convert() -> None:
         assert cli(["-q", "convert", *paths, str(out)]) == 0
 
+    spec = DATA / "taxi-spec.json"
+    short = {"bytes": "string"}
+    spec.write_text(
+        json.dumps(
+            {
+                name: short.get(kind, kind) + ("[]" if how == "var" else "")
+                for name, kind, how in bdata.TAXI_SPEC
+            }
+        )
+    )
+
+    def convert_given() -> None:
+        assert cli(["-q", "convert", *paths, str(out), "--schema", str(spec)]) == 0
+
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     at = f", load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}" if load else ""
@@ -114,6 +131,7 @@ def main() -> None:
         "read + parse (inferred schema)": read_parse(paths, inferred),
         "arrow.read_table": lambda: arrow.read_table(paths),
         "convert -> Parquet": convert,
+        "convert --schema -> Parquet": convert_given,
     }
     results = {name: timed(fn, args.reps) for name, fn in cases.items()}
     assert pq.read_metadata(out).num_rows == n

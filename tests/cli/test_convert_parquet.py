@@ -162,3 +162,56 @@ def test_big_records_make_small_batches(tmp_path: Path, monkeypatch: pytest.Monk
     import pyarrow.feather as feather
 
     assert feather.read_table(tmp_path / "o.arrow").column("i").to_pylist() == list(range(95))
+
+
+def test_a_given_schema_names_the_columns(tmp_path: Path, capsys: Any) -> None:
+    import json
+
+    examples: list[dict[str, Any]] = [
+        {"x": np.array([i], np.int64), "v": np.arange(i % 3, dtype=np.float32), "s": [b"a"]}
+        for i in range(50)
+    ]
+    src = _write(tmp_path / "in.tfrecord", examples)
+    # as `tfrecord-lite schema --format json` writes it
+    assert main(["schema", str(src), "--format", "json", "-q"]) == 0
+    full = tmp_path / "full.json"
+    full.write_text(capsys.readouterr().out)
+    out = tmp_path / "full.parquet"
+    assert main(["-q", "convert", str(src), str(out), "--schema", str(full)]) == 0
+    _same_as_read_table(src, out, 1000)
+    # or a plain object: only the features it names, with the types it says
+    some = tmp_path / "some.json"
+    some.write_text(json.dumps({"x": "int64", "v": "float32[]"}))
+    out = tmp_path / "some.parquet"
+    assert main(["-q", "convert", str(src), str(out), "--schema", str(some)]) == 0
+    table = pq.read_table(out)
+    assert table.schema.names == ["v", "x"] or table.schema.names == ["x", "v"]
+    assert table.column("x").to_pylist() == list(range(50))
+    assert table.column("v").to_pylist()[:4] == [[], [0.0], [0.0, 1.0], []]
+    # a feature a record lacks: the record is named, nothing is written
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({"x": "int64", "nope": "int64"}))
+    assert main(["convert", str(src), str(tmp_path / "m.parquet"), "--schema", str(missing)]) == 1
+    assert "nope" in capsys.readouterr().err
+    assert not (tmp_path / "m.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    "text, out, said",
+    [
+        ("{not json", "o.parquet", "--schema"),
+        ('{"x": "int65"}', "o.parquet", "--schema"),
+        ("{}", "o.parquet", "names no features"),
+        ('{"x": "int64"}', "o.tfrecord", "--schema is for TFRecord inputs written as Parquet"),
+    ],
+)
+def test_a_bad_schema_is_a_usage_error(
+    tmp_path: Path, capsys: Any, text: str, out: str, said: str
+) -> None:
+    src = _write(tmp_path / "in.tfrecord", [{"x": np.array([1], np.int64)}])
+    schema = tmp_path / "s.json"
+    schema.write_text(text)
+    assert main(["convert", str(src), str(tmp_path / out), "--schema", str(schema)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+    assert not (tmp_path / out).exists()

@@ -197,6 +197,10 @@ def _records_to_table(
     from .._tables import ReadPlan
 
     out = args.output
+    if args.schema is not None:  # given: nothing to infer
+        features, sequence_features = _given_schema(args.schema)
+        plan = ReadPlan(features, sequence_features, sample=args.sample)
+        return _convert_records(target, out, plan, _read_ahead(records))
     # With --skip-bad the schema comes from the good records only, so damage is not
     # fatal there either. (Reading ahead while the sample is inferred would only slow
     # the inference: both hold the GIL for most of their work.)
@@ -215,6 +219,35 @@ def _records_to_table(
     source = records("schema", report=False) if records.skip_bad else inputs
     plan = ReadPlan(None, None, source, sample=args.sample)
     return _convert_records(target, out, plan, _read_ahead(records))
+
+
+def _given_schema(path: str) -> tuple[dict[str, Any], Optional[dict[str, Any]]]:
+    """``--schema FILE``: the feature dict (and feature-list dict) of a JSON file, as
+    ``tfrecord-lite schema --format json`` writes it or a plain ``{"key": spec}`` object."""
+    import json
+
+    from .._tables import specs_from_json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if isinstance(data, dict) and isinstance(data.get("features"), dict):
+            features = specs_from_json(json.dumps(data["features"]), "--schema features")
+            lists = data.get("sequence_features") or None
+            seq = (
+                specs_from_json(json.dumps(lists), "--schema sequence_features") if lists else None
+            )
+        else:
+            features, seq = specs_from_json(json.dumps(data), "--schema"), None
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, TypeError) as e:
+        raise UsageError(
+            f"--schema {path}: {e} (write one with: {PROG} schema FILE --format json)"
+        ) from None
+    if not features and not seq:
+        raise UsageError(f"--schema {path} names no features")
+    return features or {}, seq
 
 
 def _read_ahead(records: _Records) -> Any:
@@ -345,6 +378,10 @@ def _check_options(args: argparse.Namespace, target: Target, tfds: bool) -> None
             f"--steps rows is for Parquet and Arrow output; {target.describe()} output gets "
             "the episodes' records as they are stored"
         )
+    if args.schema is not None and (tfds or target.format not in ("parquet", "arrow")):
+        raise UsageError(
+            "--schema is for TFRecord inputs written as Parquet or Arrow (the columns it names)"
+        )
     if tfds and (args.skip_bad or args.from_format):
         raise UsageError(
             f"{'--skip-bad' if args.skip_bad else '--from'} is for input files, not TFDS "
@@ -455,6 +492,7 @@ def register(sub: Any) -> None:
             f"{PROG} convert damaged.tfrecord repaired.tfrecord --skip-bad",
             f"{PROG} convert 'train-*.tfrecord' train.parquet",
             f"{PROG} convert 'train-*.tfrecord' train.arrow",
+            f"{PROG} convert 'train-*.tfrecord' train.parquet --schema features.json",
             f"{PROG} convert train.parquet train.tfrecord.zz",
             f"{PROG} convert 'train-*.tfrecord' shards/train.tar --shard-size 1GB",
             f"{PROG} convert train.tfrecord train.array_record",
@@ -509,6 +547,12 @@ def register(sub: Any) -> None:
         default=DEFAULT_SAMPLE,
         metavar="N",
         help=f"records the table schema is inferred from (default {DEFAULT_SAMPLE})",
+    )
+    p.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="the features to write as columns (JSON, as `schema --format json` writes it, "
+        'or {"key": "int64", ...}) instead of the inferred schema',
     )
     wds = p.add_argument_group("WebDataset output (.tar)")
     wds.add_argument(
