@@ -143,20 +143,20 @@ def test_parquet_row_groups_gather_the_batches(
 
 
 def test_big_records_make_small_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfrecord_lite._cli import _convert
+    from tfrecord_lite._cli import _convert_sources
 
-    monkeypatch.setattr(_convert, "BATCH_BYTES", 10_000)
+    monkeypatch.setattr(_convert_sources, "BATCH_BYTES", 10_000)
     blob = bytes(range(256)) * 4  # about 1 kB a record: 10 records a batch
     src = _write(tmp_path / "in.tfrecord", [{"b": [blob], "i": [i]} for i in range(95)])
     seen: list[int] = []
-    real = _convert._Records.batches
+    real = _convert_sources.Records.batches
 
     def recorded(self: Any, size: int) -> Any:
         for batch in real(self, size):
             seen.append(len(batch))
             yield batch
 
-    monkeypatch.setattr(_convert._Records, "batches", recorded)
+    monkeypatch.setattr(_convert_sources.Records, "batches", recorded)
     assert main(["-q", "convert", str(src), str(tmp_path / "o.arrow")]) == 0
     assert seen == [10] * 9 + [5]
     import pyarrow.feather as feather

@@ -1,7 +1,9 @@
 """``tfrecord-lite convert``: recompress, merge or split files keeping every record
 in order; TFRecords to Parquet or Arrow IPC (Feather) and back; TFRecords, tables and
 TFDS / RLDS directories to WebDataset shards (``_convert_webdataset``) and ArrayRecord
-(``_convert_array_record``); TFDS directories to tables (``_convert_tfds``).
+(``_convert_array_record``); TFDS directories to tables (``_convert_tfds``). The
+records come from ``_convert_sources``; tables are read, parsed and written in three
+threads (``_convert_pipeline``).
 
 The output's format comes from its name or ``--to`` (see ``_convert_names``); a name
 and options that disagree are refused before anything is read or written.
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Optional
 
 from .._examples import DEFAULT_SAMPLE
-from .._files import Damage, SalvageInfo, TFRecordWriter, fs, salvage_file, shard_name
+from .._files import TFRecordWriter, fs, shard_name
 from ._common import (
     EXIT_DATA,
     EXIT_OK,
@@ -23,17 +25,15 @@ from ._common import (
     Ctx,
     UsageError,
     add_command,
-    damage_line,
     examples_text,
     expand_inputs,
     positive_int,
     remove_inprogress,
     same_file,
-    say,
     tfds_inputs,
-    total_size,
 )
 from ._convert_names import FORMATS, KNOWN, READS, Target, input_format, output_target
+from ._convert_sources import Records, TableRecords, TfdsRecords
 from ._convert_tables import TableFile, read_tables, schema_of
 from ._convert_webdataset import TarShards, parse_size
 from ._output import plural
@@ -41,109 +41,8 @@ from ._output import plural
 if TYPE_CHECKING:
     from ._convert_tfds import TfdsInput
 
-#: Record bytes in one batch at most (with up to DEFAULT_BATCH_SIZE records): the
-#: read, parse and write stages hold a few batches each.
-BATCH_BYTES = 32 * 2**20
 #: Batches read ahead of the parser.
 READ_AHEAD = 2
-
-
-class _Records:
-    """The good records of TFRecord inputs, in order, with the damaged ones counted.
-
-    Damage stops the copy (its error is raised) unless ``--skip-bad``: then each
-    damaged stretch is reported on stderr and left out.
-    """
-
-    def __init__(self, args: argparse.Namespace, ctx: Ctx, inputs: list[str]) -> None:
-        self.skip_bad = bool(args.skip_bad)
-        self.ctx = ctx
-        self.inputs = inputs
-        self.skipped = 0
-        #: the file and index of the record last handed out (for errors about it)
-        self.where: tuple[str, int] = ("", 0)
-
-    def __call__(self, desc: str = "convert", report: bool = True) -> Iterator[bytes]:
-        with self.ctx.bar(total_size(self.inputs), desc, "B") as bar:
-            for path in self.inputs:
-                info = SalvageInfo()
-                for item in salvage_file(path, on_bytes=bar.update, info=info):
-                    if isinstance(item, Damage):
-                        if not self.skip_bad:
-                            raise item.error
-                        if report:
-                            self.skipped += 1
-                            say(bar, damage_line(item, path, bool(info.compression)), err=True)
-                        continue
-                    self.where = (path, item.index)
-                    yield item.data
-
-    def batches(self, size: int) -> Iterator[list[bytes]]:
-        """The records in lists of ``size``, or of :data:`BATCH_BYTES` where they are
-        big (so memory stays bounded), read a block at a time where no damage is to be
-        skipped."""
-        batch: list[bytes] = []
-        held = 0
-        for block in self._blocks():
-            for data in block:
-                batch.append(data)
-                held += len(data)
-                if len(batch) >= size or held >= BATCH_BYTES:
-                    yield batch
-                    batch, held = [], 0
-        if batch:
-            yield batch
-
-    def _blocks(self) -> Iterator[Sequence[bytes]]:
-        if self.skip_bad:
-            for data in self():
-                yield (data,)
-            return
-        from .._files import READ_BLOCK_SIZE, detect_compression, read_batches
-
-        with self.ctx.bar(total_size(self.inputs), "convert", "B") as bar:
-            for path in self.inputs:
-                with fs.open_read(path) as f:
-                    compressed = bool(detect_compression(f.read(64)))
-                for block in read_batches(path, "auto", True, READ_BLOCK_SIZE, "raise", None, None):
-                    yield block
-                    if not compressed:  # the bytes of a compressed file: when it is done
-                        bar.update(sum(map(len, block)) + 16 * len(block))
-                if compressed:
-                    bar.update(fs.size(path))
-
-
-class _TableRecords(_Records):
-    """The rows of Parquet / Arrow inputs as Examples (or SequenceExamples)."""
-
-    def __init__(self, args: argparse.Namespace, ctx: Ctx, inputs: list[str], fmt: str) -> None:
-        super().__init__(args, ctx, inputs)
-        self.format = fmt
-
-    def __call__(self, desc: str = "convert", report: bool = True) -> Iterator[bytes]:
-        from .._tables import table_records
-
-        for path in self.inputs:
-            row = 0
-            for table in read_tables(path, self.format):
-                for data in table_records(table):
-                    self.where = (path, row)
-                    row += 1
-                    yield data
-
-
-class _TfdsRecords(_Records):
-    """The records of TFDS splits as they are stored (see ``_convert_tfds``)."""
-
-    def __init__(self, args: argparse.Namespace, ctx: Ctx, tfds: TfdsInput) -> None:
-        super().__init__(args, ctx, [])
-        self.tfds = tfds
-
-    def __call__(self, desc: str = "convert", report: bool = True) -> Iterator[bytes]:
-        with self.ctx.bar(self.tfds.num_examples, desc, "rec") as bar:
-            for path, index, data in self.tfds.records(bar.update):
-                self.where = (path, index)
-                yield data
 
 
 def _check_outputs(outputs: list[str], inputs: list[str]) -> None:
@@ -182,7 +81,7 @@ def _write_table_file(
 
 
 def _records_to_table(
-    args: argparse.Namespace, target: Target, inputs: list[str], records: _Records
+    args: argparse.Namespace, target: Target, inputs: list[str], records: Records
 ) -> int:
     """TFRecords -> one Parquet / Arrow file, columns as tfrecord_lite.arrow reads them.
 
@@ -250,7 +149,7 @@ def _given_schema(path: str) -> tuple[dict[str, Any], Optional[dict[str, Any]]]:
     return features or {}, seq
 
 
-def _read_ahead(records: _Records) -> Any:
+def _read_ahead(records: Records) -> Any:
     """The records' batches, read in a thread of their own (see ``_convert_pipeline``)."""
     from .._tables import DEFAULT_BATCH_SIZE
     from ._convert_pipeline import Prefetch
@@ -305,7 +204,7 @@ def _tables_to_records(
     return out, written
 
 
-def _copy_records(args: argparse.Namespace, target: Target, records: _Records) -> int:
+def _copy_records(args: argparse.Namespace, target: Target, records: Records) -> int:
     """TFRecords -> TFRecords: the records' bytes as they are, recompressed, merged or split."""
     out, shards, comp = args.output, args.shards, target.compression
     written = 0
@@ -337,12 +236,12 @@ def _copy_records(args: argparse.Namespace, target: Target, records: _Records) -
     return written
 
 
-def _records_to_webdataset(args: argparse.Namespace, shards: TarShards, records: _Records) -> str:
+def _records_to_webdataset(args: argparse.Namespace, shards: TarShards, records: Records) -> str:
     """Records -> WebDataset samples in tar shards (see ``_convert_samples``)."""
     from ._convert_samples import SampleMaker
     from ._convert_webdataset import write_samples
 
-    tfds = records.tfds if isinstance(records, _TfdsRecords) else None
+    tfds = records.tfds if isinstance(records, TfdsRecords) else None
     maker = SampleMaker(args.key, tfds.sequence_keys() if tfds is not None else frozenset())
 
     def samples() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
@@ -416,13 +315,13 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
     tar = TarShards(out, args.shard_size, args.overwrite) if target.format == "webdataset" else None
     if tar is not None:
         tar.check()  # an output that exists: refused unless --overwrite
-    records: _Records
+    records: Records
     if tfds is not None:
-        records = _TfdsRecords(args, ctx, tfds)
+        records = TfdsRecords(args, ctx, tfds)
     elif source in READS and source != "tfrecord":
-        records = _TableRecords(args, ctx, inputs, source)
+        records = TableRecords(args, ctx, inputs, source)
     else:
-        records = _Records(args, ctx, inputs)
+        records = Records(args, ctx, inputs)
     where = outputs[0] if len(outputs) == 1 else f"{outputs[0]} ... {outputs[-1]}"
     if target.format in ("parquet", "arrow") and tfds is not None:
         with ctx.bar(None if args.steps == "rows" else tfds.num_examples, "convert", "ex") as bar:
