@@ -284,3 +284,27 @@ def test_write_examples_seekable(
         found[seekable] = kinds(tfr.create_index(path, spacing=256 * 1024))
     assert found[True].count(_gzindex.FLUSH) >= 3 and _gzindex.BLOCK not in found[True]
     assert _gzindex.FLUSH not in found[False]
+
+
+def test_a_read_near_its_seek_point_reads_little_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recs = records(20000, seed=12)
+    with tfr.ShardedWriter(
+        tmp_path / "n", 1, compression="GZIP", write_index=True, seekable=8192
+    ) as w:
+        w.write_all(recs)
+    asked: list[int] = []
+    real = tfr.TFRecordFile._pread
+
+    def counting(f: tfr.TFRecordFile, start: int, n: int) -> bytes:
+        asked.append(n)
+        return real(f, start, n)
+
+    monkeypatch.setattr(tfr.TFRecordFile, "_pread", counting)
+    with tfr.TFRecordFile(w.paths[0]) as f:
+        for i in np.random.default_rng(4).permutation(len(recs))[:50].tolist():
+            f._gz.drop()  # type: ignore[union-attr]
+            asked.clear()
+            assert f[i] == recs[i]
+            assert sum(asked) <= 48 * 1024, asked  # not 256 KiB a read

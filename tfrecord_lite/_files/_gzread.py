@@ -30,8 +30,11 @@ __all__ = ["CHUNK", "GzRanges", "SeekPointError"]
 
 #: At most this many output bytes per inflate call.
 CHUNK = 1024 * 1024
-#: Compressed bytes read at a time.
+#: Compressed bytes read at a time, at most; a cursor's first read is
+#: :data:`_FIRST_READ` bytes, each next one twice the last (a read close after its
+#: seek point, as with closely flushed files, reads and copies little).
 _READ = 256 * 1024
+_FIRST_READ = 16 * 1024
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -52,6 +55,7 @@ class _Cursor:
         p: SeekPoint = index.points[k]
         self.point = k
         self.read_at = read_at
+        self.step = _FIRST_READ
         self.gzip = index.compression == "GZIP"
         self.out = p.out
         byte, bit = divmod(p.bit, 8)
@@ -69,8 +73,9 @@ class _Cursor:
         self.ended = False
 
     def _more(self) -> bytes:
-        data = self.read_at(self.comp, _READ)
+        data = self.read_at(self.comp, self.step)
         self.comp += len(data)
+        self.step = min(_READ, 2 * self.step)
         return data
 
     def _next_stream(self) -> None:
