@@ -9,14 +9,15 @@ shapes (``FixedLenFeature``), padded arrays (``FixedLenSequenceFeature``),
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional, Union
 
 import numpy as np
 
 from .._errors import ParseError
-from ._extracted import FastColumn
+from ._extracted import AnyColumn, FastColumn, SparseColumn, dense
 from ._hints import count_hint, with_hint
 from ._schema import (
     DType,
@@ -87,13 +88,36 @@ def _fixed_len(key: str, spec: FixedLenFeature, col: Column, where: _Where) -> n
     return out.reshape((n, *shape))
 
 
-def _var_len(spec: VarLenFeature, col: Column) -> SparseValue:
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@functools.lru_cache(maxsize=256)
+def _no_values(dtype: DType, n: int) -> SparseValue:
+    """The ``VarLenFeature`` value of ``n`` records without a value: one, read-only,
+    shared by every such key (a sparse schema's batch has thousands of them)."""
+    return SparseValue(
+        _read_only(np.zeros((0, 2), dtype=np.int64)),
+        _read_only(_empty(dtype)),
+        _read_only(np.array([n, 0], dtype=np.int64)),
+    )
+
+
+def _var_len(spec: VarLenFeature, col: AnyColumn) -> SparseValue:
     counts = col.counts
-    n = len(counts)
-    width = int(counts.max()) if n else 0
-    if width <= 1:
+    if isinstance(col, SparseColumn):  # (the records that have the key)
+        n, record = col.n, col.rows
+    else:
+        n, record = len(counts), None
+    width = int(counts.max()) if len(counts) else 0
+    if width == 0:
+        return _no_values(spec.dtype, n)
+    if width == 1:
         # At most one value a record (a scalar that may be missing): rows, position 0.
         rows = np.flatnonzero(counts)
+        if record is not None:
+            rows = record[rows]
         total = len(rows)
         indices = np.zeros((total, 2), dtype=np.int64)
         indices[:, 0] = rows
@@ -101,7 +125,8 @@ def _var_len(spec: VarLenFeature, col: Column) -> SparseValue:
         starts = _row_starts(counts)
         total = int(starts[-1])
         indices = np.empty((total, 2), dtype=np.int64)
-        indices[:, 0] = np.repeat(np.arange(n, dtype=np.int64), counts)
+        records = np.arange(n, dtype=np.int64) if record is None else record
+        indices[:, 0] = np.repeat(records, counts)
         indices[:, 1] = np.arange(total, dtype=np.int64) - np.repeat(starts[:-1], counts)
     return SparseValue(
         indices,
@@ -319,9 +344,26 @@ def _ragged(
     return RaggedValue(result, _row_starts(outer_rows).astype(splits_dtype))
 
 
+class _Dense(Mapping[str, FastColumn]):
+    """Columns of either layout, each as a :class:`FastColumn` when looked up (the
+    outputs other than ``VarLenFeature`` s' take a value per record anyway)."""
+
+    def __init__(self, cols: Mapping[str, AnyColumn]) -> None:
+        self._cols = cols
+
+    def __getitem__(self, key: str) -> FastColumn:
+        return dense(self._cols[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cols)
+
+    def __len__(self) -> int:
+        return len(self._cols)
+
+
 def assemble(
     specs: Mapping[str, FeatureSpec],
-    cols: Mapping[str, Column],
+    columns: Mapping[str, AnyColumn],
     where: _Where,
     batch: bool,
     sequence_rows: bool = False,
@@ -329,11 +371,13 @@ def assemble(
     """Build every spec's output from the extracted columns (``sequence_rows``:
     ``FixedLenSequenceFeature`` s as the rows of each record, unpadded)."""
     out: dict[str, ParsedValue] = {}
+    sparse = columns
+    cols = _Dense(columns)
     for key, spec in specs.items():
         if isinstance(spec, FixedLenFeature):
             out[key] = _fixed_len(key, spec, cols[key], where)
         elif isinstance(spec, VarLenFeature):
-            out[key] = _var_len(spec, cols[key])
+            out[key] = _var_len(spec, sparse[key])
         elif isinstance(spec, FixedLenSequenceFeature):
             if not spec.allow_missing:
                 raise ValueError(

@@ -60,19 +60,24 @@ from ._extracted import (
     _LAYOUTS,
     MIN_BATCH,
     WINDOW_BYTES,
+    AnyColumn,
     FastColumn,
+    SparseColumn,
     _contiguous,
     _GiveUp,
     _joined,
     enabled,
     grid_rows,
+    joined_sparse,
     merge_columns,
+    wide,
 )
 from ._keys import KeyTable, key_table
 from ._layout import _layout_group
 from ._schema import DType
 from ._walk import _walk
 from ._walk_sequences import SequenceColumns, _sequence_window
+from ._walk_sparse import walk_sparse
 
 __all__ = ["extract", "extract_sequences"]
 
@@ -111,14 +116,17 @@ def extract(
     needed: Mapping[str, DType],
     table: Optional[KeyTable] = None,
     lengths: Optional[np.ndarray] = None,
-) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
+    sparse: bool = False,
+) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
     """Extract ``needed`` keys from every record the vectorized paths can read.
 
     Returns ``(handled, columns)``: ``handled`` is a bool mask over the records and
     each column covers the handled records, in order. ``None`` when nothing was
     handled (the caller then runs the generic path on everything). ``table``: the
     compiled :class:`KeyTable` of ``needed`` (a parse plan keeps one), else built here;
-    ``lengths``: the records' lengths, where the caller has them.
+    ``lengths``: the records' lengths, where the caller has them; ``sparse``: a wide
+    batch (:func:`~._extracted.wide`) may come back as
+    :class:`~._extracted.SparseColumn` s (:func:`_extract_sparse`).
     """
     n = len(records)
     if n < MIN_BATCH or not enabled():
@@ -129,6 +137,8 @@ def extract(
         table = key_table(needed)
     if lengths is None:
         lengths = _record_lengths(records)
+    if sparse and wide(n, len(needed), int(lengths.sum())):
+        return _extract_sparse(records, lengths, needed, table)
     rows = grid_rows(len(needed))
     if int(lengths.sum()) <= WINDOW_BYTES and n <= rows:
         return _extract_window(records, lengths, needed, table)
@@ -148,6 +158,32 @@ def extract(
     if not found:
         return None
     return handled, found[0] if len(found) == 1 else _joined(found, needed)
+
+
+def _extract_sparse(
+    records: Sequence[bytes], lengths: np.ndarray, needed: Mapping[str, DType], table: KeyTable
+) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
+    """:func:`extract` of a wide batch, a window of records at a time: the entry walk
+    only (a layout group's columns would be records x keys), one
+    :class:`~._extracted.SparseColumn` per key."""
+    n = len(records)
+    if not table.usable:
+        return None
+    handled = np.zeros(n, dtype=bool)
+    found: list[tuple[int, Mapping[str, SparseColumn]]] = []
+    cuts = _window_cuts(records, lengths)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        buf, starts, zero = _contiguous(records[a:b], lengths[a:b])
+        data = np.frombuffer(buf, dtype=np.uint8)
+        ends = starts + lengths[a:b]
+        if len(buf) < _INT32_BYTES:
+            starts, ends = starts.astype(np.int32), ends.astype(np.int32)
+        ok, cols = walk_sparse(buf, data, starts, ends, table, needed, zero)
+        handled[a:b] = ok
+        found.append((int(ok.sum()), cols))
+    if not handled.any():
+        return None
+    return handled, found[0][1] if len(found) == 1 else joined_sparse(found, needed)
 
 
 def extract_sequences(

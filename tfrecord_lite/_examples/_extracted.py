@@ -10,7 +10,7 @@ records joined into one buffer and cut into windows, the switch
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from .. import _settings
 from .._record import Buffer, RecordSpans
 from ._schema import DType, float32, int64, string
 
-__all__ = ["FastColumn", "enabled", "merge_columns"]
+__all__ = ["FastColumn", "SparseColumn", "enabled", "merge_columns", "wide"]
 
 
 #: Below this many records the generic path is as fast.
@@ -82,6 +82,89 @@ class FastColumn(NamedTuple):
     present: np.ndarray
     counts: np.ndarray
     values: np.ndarray
+
+
+class SparseColumn(NamedTuple):
+    """A :class:`FastColumn` of a wide batch (many keys, each in few records), by the
+    records that have the key: memory follows what is present, not records x keys.
+
+    ``n``: the records of the batch; ``rows``: the (increasing) records where the key
+    is present; ``counts[j]``: the number of values of record ``rows[j]``;
+    ``values``: as a :class:`FastColumn` 's. The engines give it where the caller
+    takes it (:func:`wide`); :meth:`dense` is the :class:`FastColumn`.
+    """
+
+    n: int
+    rows: np.ndarray
+    counts: np.ndarray
+    values: np.ndarray
+
+    def dense(self) -> FastColumn:
+        """The same column, one entry per record."""
+        present = np.zeros(self.n, dtype=bool)
+        present[self.rows] = True
+        counts = np.zeros(self.n, dtype=np.int64)
+        counts[self.rows] = self.counts
+        return FastColumn(present, counts, self.values)
+
+
+#: Either layout of a key's column.
+AnyColumn = Union[FastColumn, SparseColumn]
+
+
+def dense(col: AnyColumn) -> FastColumn:
+    """``col`` as a :class:`FastColumn`."""
+    return col.dense() if isinstance(col, SparseColumn) else col
+
+
+#: A batch of more (record, key) cells than this and than its bytes is wide.
+SPARSE_MIN_CELLS = 1 << 16
+
+
+def wide(n: int, nkeys: int, nbytes: int) -> bool:
+    """Whether a batch of ``n`` records, ``nbytes`` bytes, read for ``nkeys`` keys
+    is extracted as :class:`SparseColumn` s: where its records x keys are many more
+    than its entries can be (each takes bytes), a grid would be mostly empty."""
+    cells = n * nkeys
+    return cells > SPARSE_MIN_CELLS and cells > nbytes
+
+
+def joined_sparse(
+    found: Sequence[tuple[int, Mapping[str, SparseColumn]]], names: Iterable[str]
+) -> dict[str, SparseColumn]:
+    """The sparse columns of consecutive runs of records (``(records, columns)``
+    each), as one."""
+    bases = np.cumsum([0] + [m for m, _ in found])
+    total = int(bases[-1])
+    return {
+        name: SparseColumn(
+            total,
+            np.concatenate([cols[name].rows + int(b) for b, (_, cols) in zip(bases, found)]),
+            np.concatenate([cols[name].counts for _, cols in found]),
+            np.concatenate([cols[name].values for _, cols in found]),
+        )
+        for name in names
+    }
+
+
+def merge_sparse(n: int, parts: list[tuple[np.ndarray, FastColumn | SparseColumn]]) -> SparseColumn:
+    """:func:`merge_columns` into a :class:`SparseColumn`: ``parts`` pairs each column
+    (of either layout) with the positions (among ``n``) of its records."""
+    rows, counts, values = [], [], []
+    for idx, col in parts:
+        if isinstance(col, FastColumn):
+            have = np.flatnonzero(col.present)
+            col = SparseColumn(len(idx), have, col.counts[have], col.values)
+        rows.append(idx[col.rows])
+        counts.append(col.counts)
+        values.append(col.values)
+    at = np.concatenate(rows)
+    each = np.concatenate(counts)
+    order = np.argsort(at, kind="stable")
+    # each value goes with its record: order the values by their records' places
+    value_rows = np.repeat(at, each)
+    moved = np.argsort(value_rows, kind="stable")
+    return SparseColumn(n, at[order], each[order], np.concatenate(values)[moved])
 
 
 class _GiveUp(Exception):

@@ -20,7 +20,10 @@ only, for debugging).
 Per batch, the driver makes O(kinds + keys) NumPy calls: the walk fills one row
 per record of (where, how many, packed?) for every key, one fill kernel writes
 every key's values into one array per kind, and each key's column is a slice of
-it. Bytes values repeated in a column (categorical strings) are cut out once
+it. A wide batch (a sparse schema: thousands of keys, each in a few records,
+:func:`~._extracted.wide`) is walked into one entry per (record, key read)
+instead (:func:`_jit_sparse`), so its memory follows the entries present, not
+records x keys. Bytes values repeated in a column (categorical strings) are cut out once
 (:func:`_bytes_values`). The kernels take no references (see
 :mod:`._jit_kernels`) and release the GIL, so threads can parse chunks at once
 (:func:`~._threads.parse_chunks`).
@@ -42,7 +45,15 @@ import numpy as np
 
 from .. import _settings
 from ._extract import _record_lengths
-from ._extracted import FastColumn, _contiguous, _joined, grid_rows
+from ._extracted import (
+    AnyColumn,
+    FastColumn,
+    SparseColumn,
+    _contiguous,
+    _joined,
+    grid_rows,
+    wide,
+)
 from ._kernels import jit_available, loaded, warm
 from ._kernels import load as _load
 from ._keyhash import key_hash
@@ -248,15 +259,87 @@ def _key_arrays(n: int, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     )
 
 
+def _entries(cap: int) -> list[np.ndarray]:
+    """Room for ``cap`` entries of :func:`~._jit_kernels.walk_entries`."""
+    return [np.empty(cap, dtype=np.int64) for _ in range(5)] + [np.empty(cap, dtype=np.int8)]
+
+
+def _jit_sparse(
+    kern: Any, records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray]
+) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
+    """:func:`jit_extract` of a wide batch: one entry per (record, key read) instead of
+    a records x keys grid, and :class:`~._extracted.SparseColumn` s."""
+    buf, data, starts, ends = _joined_records(records, lengths)
+    n = len(records)
+    status = np.zeros(n, dtype=np.uint8)
+    seen = np.full(len(table.names), -1, dtype=np.int64)
+    state = np.zeros(2, dtype=np.int64)
+    out = _entries(max(1024, len(data) // 32))
+    while True:
+        kern.walk_entries(
+            data, starts, ends, table.slots, table.koff, table.kbytes, table.kkind,
+            seen, status, state, *out,
+        )  # fmt: skip
+        if state[0] >= n:
+            break
+        more = _entries(2 * len(out[0]))  # full: twice the room, from where it stopped
+        for bigger, full in zip(more, out):
+            bigger[: len(full)] = full
+        out = more
+    handled = status == 0
+    if not handled.any():
+        return None
+    erec, ekey, estart, eend, ecount, eflag = (a[: int(state[1])] for a in out)
+    present = np.flatnonzero(eflag & 3)  # (not an empty Feature())
+    order = present[np.argsort(ekey[present], kind="stable")]  # by key, then record
+    keys = ekey[order]
+    counts = ecount[order]
+    bounds = np.searchsorted(keys, np.arange(len(table.names) + 1))
+    summed = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=summed[1:])
+    vals = _Values(summed[bounds[1:]] - summed[bounds[:-1]], table.kkind)
+    kern.fill_entries(
+        data, order, ekey, table.kkind, vals.offsets.copy(), estart, eend, ecount, eflag,
+        *vals.outputs(),
+    )  # fmt: skip
+    m = int(handled.sum())
+    rows = (np.cumsum(handled) - 1)[erec[order]] if m < n else erec[order]
+    cols: dict[str, SparseColumn] = {}
+    for k, name in enumerate(table.names):
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        values = vals.column(kern, buf, data, k, int(table.kkind[k]))
+        cols[name] = SparseColumn(m, rows[a:b], counts[a:b], values)
+    return handled, cols
+
+
 def jit_extract(
-    records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray] = None
-) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
+    records: Sequence[bytes],
+    table: JitTable,
+    lengths: Optional[np.ndarray] = None,
+    sparse: bool = False,
+) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
     """:func:`~._extract.extract` by the compiled kernels: ``(handled, columns)``,
-    or None when no record was handled (or the engine could not be loaded)."""
+    or None when no record was handled (or the engine could not be loaded).
+    ``sparse``: a wide batch (:func:`~._extracted.wide`) may come back as
+    :class:`~._extracted.SparseColumn` s."""
     try:
         kern = _load()
     except Exception:
         return None
+    n = len(records)
+    nkeys = len(table.names)
+    if sparse and n:
+        if lengths is None:
+            lengths = _record_lengths(records)
+        if wide(n, nkeys, int(lengths.sum())):
+            return _jit_sparse(kern, records, table, lengths)
+    return _jit_dense(kern, records, table, lengths)
+
+
+def _jit_dense(
+    kern: Any, records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray]
+) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
+    """:func:`jit_extract` into a records x keys grid, a run of records at a time."""
     n = len(records)
     nkeys = len(table.names)
     step = grid_rows(nkeys)
@@ -265,7 +348,7 @@ def jit_extract(
         handled = np.zeros(n, dtype=bool)
         found: list[dict[str, FastColumn]] = []
         for a in range(0, n, step):
-            part = jit_extract(records[a : a + step], table)
+            part = _jit_dense(kern, records[a : a + step], table, None)
             if part is not None:
                 handled[a : a + step] = part[0]
                 found.append(part[1])

@@ -41,7 +41,7 @@ import numpy as np
 
 from ._keyhash import FINAL, SEED, STEP
 
-__all__ = ["fill_values", "intern_bytes", "walk_examples"]
+__all__ = ["fill_entries", "fill_values", "intern_bytes", "walk_entries", "walk_examples"]
 
 #: Flags of a (key, record): absent, values one by one, packed, an empty ``Feature()``
 #: (an Example counts it as absent, a SequenceExample's context as present).
@@ -378,6 +378,108 @@ def walk_examples(
 
 
 @_jit
+def _record_entries(
+    buf: np.ndarray,
+    i: int,
+    o: int,
+    slots: np.ndarray,
+    koff: np.ndarray,
+    kbytes: np.ndarray,
+    kkind: np.ndarray,
+    seen: np.ndarray,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    p: int,
+    end: int,
+) -> int:
+    """Walk record ``i`` (``buf[p:end]``) as :func:`_walk_record`, writing one entry
+    per key read from position ``o`` of ``out``: the position after them, -1 where
+    the reference path decides, -2 where ``out`` is full."""
+    erec, ekey, estart, eend, ecount, eflag = out
+    had_features = False
+    while p < end:
+        if buf[p] != 0x0A or had_features:
+            return -1
+        had_features = True
+        n, p = _length(buf, p + 1, end)
+        if p < 0:
+            return -1
+        fe = p + n
+        while p < fe:
+            k, vp, ee = _entry(buf, p, fe, i, slots, koff, kbytes, seen)
+            if ee < 0:
+                return -1
+            kind, ls, count, flag = _feature(buf, vp, ee)
+            if kind < 0:
+                return -1
+            if k >= 0:
+                if kind and kind != kkind[k]:
+                    return -1
+                if o == len(erec):
+                    seen[k] = -1
+                    return -2
+                erec[o] = i
+                ekey[o] = k
+                estart[o] = ls
+                eend[o] = ee
+                ecount[o] = count
+                eflag[o] = flag
+                o += 1
+            p = ee
+    return o
+
+
+@numba.njit(
+    _t.void(
+        _BUF, _I64, _I64, _I32, _I64, _U8, _I8, _I64, _U8, _I64,
+        _I64, _I64, _I64, _I64, _I64, _I8,
+    ),
+    **_OPTIONS,
+)  # fmt: skip
+def walk_entries(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    slots: np.ndarray,
+    koff: np.ndarray,
+    kbytes: np.ndarray,
+    kkind: np.ndarray,
+    seen: np.ndarray,
+    status: np.ndarray,
+    state: np.ndarray,
+    erec: np.ndarray,
+    ekey: np.ndarray,
+    estart: np.ndarray,
+    eend: np.ndarray,
+    ecount: np.ndarray,
+    eflag: np.ndarray,
+) -> None:
+    """:func:`walk_examples` for wide batches (many keys, few in each record): one
+    entry per (record, key read), in record order: its record ``erec``, key
+    ``ekey``, the list's bytes ``estart..eend``, values ``ecount``, flag ``eflag``.
+    Records the reference path decides get ``status`` 1 and no entries. ``state``:
+    (the record to start at, the entries written before it), in and out; where the
+    entries are full the walk stops before the record that did not fit (the caller
+    makes them longer and calls again)."""
+    out = (erec, ekey, estart, eend, ecount, eflag)
+    i, o = state[0], state[1]
+    while i < len(starts):
+        after = _record_entries(
+            buf, i, o, slots, koff, kbytes, kkind, seen, out, starts[i], ends[i]
+        )
+        if after == -2:
+            for q in range(o, len(erec)):  # (its keys are read again on the next call)
+                seen[ekey[q]] = -1
+            break
+        if after < 0:
+            status[i] = 1
+        else:
+            o = after
+        i += 1
+    state[0] = i
+    state[1] = o
+
+
+@_jit
 def _copy_values(
     buf: np.ndarray,
     kind: int,
@@ -461,6 +563,37 @@ def fill_values(
                 buf, kkind[k], fflag[i, k], fstart[i, k], fend[i, k], c, cursor[k],
                 ints, floats, bstart, blength,
             )  # fmt: skip
+
+
+@numba.njit(
+    _t.void(_BUF, _I64, _I64, _I8, _I64, _I64, _I64, _I64, _I8, _I64, _U8, _I64, _I64),
+    **_OPTIONS,
+)
+def fill_entries(
+    buf: np.ndarray,
+    order: np.ndarray,
+    ekey: np.ndarray,
+    kkind: np.ndarray,
+    cursor: np.ndarray,
+    estart: np.ndarray,
+    eend: np.ndarray,
+    ecount: np.ndarray,
+    eflag: np.ndarray,
+    ints: np.ndarray,
+    floats: np.ndarray,
+    bstart: np.ndarray,
+    blength: np.ndarray,
+) -> None:
+    """:func:`fill_values` of the entries of :func:`walk_entries`, in ``order``."""
+    for q in order:
+        c = ecount[q]
+        if c == 0:
+            continue
+        k = ekey[q]
+        cursor[k] = _copy_values(
+            buf, kkind[k], eflag[q], estart[q], eend[q], c, cursor[k],
+            ints, floats, bstart, blength,
+        )  # fmt: skip
 
 
 @numba.njit(_t.int64(_BUF, _I64, _I64, _I64, _I64), **_OPTIONS)

@@ -66,7 +66,15 @@ from .._errors import ParseError
 from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
 from ._extract import _record_lengths, extract
-from ._extracted import MIN_BATCH, enabled, merge_columns
+from ._extracted import (
+    MIN_BATCH,
+    AnyColumn,
+    SparseColumn,
+    dense,
+    enabled,
+    merge_columns,
+    merge_sparse,
+)
 from ._floats import float_values
 from ._hints import missing_hint, record_keys, with_hint
 from ._jit import JitTable, engine_for, jit_extract, jit_table
@@ -324,17 +332,25 @@ def extract_columns(
 
 
 def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
+    """Columns for every needed key, one entry per record (:func:`_columns_of`)."""
+    return {key: dense(col) for key, col in _columns_of(records, plan, where).items()}
+
+
+def _columns_of(
+    records: Sequence[bytes], plan: ParsePlan, where: _Where, sparse: bool = False
+) -> Mapping[str, AnyColumn]:
     """Columns for every needed key: the compiled or the vectorized path where it
-    applies (:func:`~._jit.engine_for`), else protobuf."""
+    applies (:func:`~._jit.engine_for`), else protobuf. ``sparse``: a wide batch
+    (:func:`~._extracted.wide`) may give :class:`~._extracted.SparseColumn` s."""
     n = len(records)
     needed = plan.needed
     fast = None
     if needed and n and enabled():
         lengths = _record_lengths(records) if n >= MIN_BATCH else None
         if engine_for(records, lengths) == "jit":
-            fast = jit_extract(records, plan.jit_table, lengths)
+            fast = jit_extract(records, plan.jit_table, lengths, sparse)
         if fast is None and n >= MIN_BATCH:
-            fast = extract(records, needed, table=plan.table, lengths=lengths)
+            fast = extract(records, needed, table=plan.table, lengths=lengths, sparse=sparse)
     if fast is None:
         maps = [ex.features.feature for ex in _decode(records, where, example_pb2.Example)]
         return extract_columns(maps, needed, where)
@@ -347,10 +363,14 @@ def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[s
     maps = [ex.features.feature for ex in examples]
     slow_cols = extract_columns(maps, needed, where, rest_list)
     done = np.flatnonzero(handled)
-    return {
-        key: merge_columns(n, [(done, fast_cols[key]), (rest, slow_cols[key])], needed[key])
-        for key in needed
-    }
+    merged: dict[str, AnyColumn] = {}
+    for key in needed:
+        fast_col, slow_col = fast_cols[key], slow_cols[key]
+        if isinstance(fast_col, SparseColumn):
+            merged[key] = merge_sparse(n, [(done, fast_col), (rest, slow_col)])
+        else:
+            merged[key] = merge_columns(n, [(done, fast_col), (rest, slow_col)], needed[key])
+    return merged
 
 
 def parse_example(
@@ -379,7 +399,7 @@ def _parse_examples(
     if plan.unsupported:
         raise ValueError(plan.unsupported)
     where.sparse_keys = plan.sparse_keys
-    columns = _extract(records, plan, where)
+    columns = _columns_of(records, plan, where, sparse=True)
     try:
         return assemble(plan.specs, columns, where, batch, plan.sequence_rows)
     except ParseError as err:
@@ -387,14 +407,15 @@ def _parse_examples(
 
 
 def _explained(
-    err: ParseError, records: Sequence[bytes], columns: Mapping[str, Column], plan: ParsePlan
+    err: ParseError, records: Sequence[bytes], columns: Mapping[str, AnyColumn], plan: ParsePlan
 ) -> ParseError:
     """``err`` with a hint where a required key is missing: the close key the record
     has, or a default where other records have it (:mod:`._hints`)."""
     key, i = err.key, err.index
     if key is None or i is None or key not in columns or "is required but" not in err.message:
         return err
-    elsewhere = bool(columns[key].present.any())
+    column = columns[key]
+    elsewhere = bool(len(column.rows) if isinstance(column, SparseColumn) else column.present.any())
     keys = [] if elsewhere else record_keys(bytes(records[i]))
     return with_hint(err, missing_hint(key, keys, plan.needed, elsewhere))
 
