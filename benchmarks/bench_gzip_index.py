@@ -23,6 +23,24 @@ with the library's writer, then measures:
 
 The targets: median random read <= 10 ms, index <= 3% of the compressed file,
 building <= 1.5x one sequential read.
+
+    python -m benchmarks.bench_gzip_index --loader [--records 200000] [--shards 4]
+        [--spacings 262144,65536,32768,16384] [--workers 2] [--batch 64]
+        [--loader-records 20000] [--repeats 5] [--dir DIR]
+
+``--loader`` measures ``tfrecord_lite.torch.MapDataset`` over ``--shards`` shards of
+the taxi-like records in a ``DataLoader(shuffle=True, num_workers=--workers,
+batch_size=--batch)`` (raw records, ``collate_fn=list``: nothing but the reads),
+``--loader-records`` records a run after the first batch (worker start-up not
+timed), each run in a fresh process, the configurations alternating; medians (min-max) of records/s and each one's ratio to
+the plain shards' median. The shard sets, all written by ``ShardedWriter`` with
+``write_index=True``: plain; GZIP as TensorFlow writes it (no flush points; its
+binary index by ``create_index``, 32 KiB windows every 4 MiB of output); GZIP
+``seekable=True`` (a flush point every 3 MiB, the writer's own index); GZIP
+``seekable=N`` for each of ``--spacings``. For each: the files' size against the
+plain GZIP set, the indexes' size against the files, and the median random read
+(one record, a fresh inflater each time). The target: the shuffled GZIP shards at
+>= 50% of the plain shards' rate, the seekable file <= 3% larger.
 """
 
 from __future__ import annotations
@@ -192,6 +210,119 @@ def many_members(count: int, folder: Path) -> dict[str, Any]:
     return out
 
 
+def loader_sets(records: int, shards: int, spacings: list[int], folder: Path) -> dict[str, Any]:
+    """The shard sets ``--loader`` reads (written once into ``folder``): their paths,
+    sizes, index sizes and median random read."""
+    import tfrecord_lite as tfr
+    from benchmarks.data import _wire_example, taxi_rows
+
+    rows, _ = taxi_rows(records)
+    recs = [_wire_example(row[:10]) for row in rows]
+    configs: list[tuple[str, str, Any]] = [("plain", "", False), ("gzip", "GZIP", False)]
+    configs.append(("gzip seekable=True", "GZIP", True))
+    configs += [(f"gzip seekable={n}", "GZIP", n) for n in spacings]
+    sets: dict[str, Any] = {}
+    for name, compression, seekable in configs:
+        prefix = folder / f"loader-{records}-{name.replace(' ', '-').replace('=', '')}"
+        with tfr.ShardedWriter(
+            prefix,
+            shards,
+            compression=compression,
+            write_index=not compression or bool(seekable),
+            seekable=seekable,
+        ) as w:
+            w.write_all(recs)
+        paths = list(w.paths)
+        if compression and not seekable:
+            for path in paths:
+                tfr.create_index(path)
+        size = sum(os.path.getsize(p) for p in paths)
+        index = sum(os.path.getsize(p + ".index") for p in paths)
+        lat = []
+        files = [tfr.TFRecordFile(p) for p in paths]
+        rng = np.random.default_rng(7)
+        for _ in range(300):
+            k = int(rng.integers(0, shards))
+            f = files[k]
+            i = int(rng.integers(0, len(f)))
+            if f._gz is not None:
+                f._gz.drop()  # no inflater kept from the read before
+            t = time.perf_counter()
+            f[i]
+            lat.append(time.perf_counter() - t)
+        for f in files:
+            f.close()
+        sets[name] = {
+            "paths": paths,
+            "file_bytes": size,
+            "index_over_file_pct": round(100 * index / size, 2),
+            "random_read_median_us": round(1e6 * statistics.median(lat), 1),
+        }
+    base = sets["gzip"]["file_bytes"]
+    for entry in sets.values():
+        entry["over_plain_gzip_pct"] = round(100 * (entry["file_bytes"] / base - 1), 2)
+    return sets
+
+
+_CHILD = """
+import json, sys, time
+import torch
+from torch.utils.data import DataLoader
+import tfrecord_lite.torch as tt
+
+paths, workers, batch, count, seed = json.loads(sys.argv[1])
+torch.manual_seed(seed)
+loader = DataLoader(
+    tt.MapDataset(paths), batch_size=batch, shuffle=True, num_workers=workers, collate_fn=list
+)
+it = iter(loader)
+next(it)  # the workers started and each made its first batch: time the rest
+t = time.perf_counter()
+n = 0
+for records in it:
+    n += len(records)
+    if n >= count:
+        break
+print(json.dumps(n / (time.perf_counter() - t)))
+"""
+
+
+def loader(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """``--loader``: MapDataset in a shuffled DataLoader over each shard set."""
+    import subprocess
+
+    spacings = [int(x) for x in args.spacings.split(",") if x]
+    sets = loader_sets(args.records, args.shards, spacings, folder)
+    rates: dict[str, list[float]] = {name: [] for name in sets}
+    for rep in range(args.repeats):
+        for name, entry in sets.items():
+            job = json.dumps([entry["paths"], args.workers, args.batch, args.loader_records, rep])
+            out = subprocess.run(
+                [sys.executable, "-c", _CHILD, job], capture_output=True, text=True, check=True
+            )
+            rates[name].append(float(out.stdout.strip().splitlines()[-1]))
+    plain = statistics.median(rates["plain"])
+    result: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "records": args.records,
+        "shards": args.shards,
+        "workers": args.workers,
+        "batch": args.batch,
+        "records_a_run": args.loader_records,
+        "repeats": args.repeats,
+    }
+    for name, entry in sets.items():
+        got = rates[name]
+        result[name] = {
+            "records_per_s_median": round(statistics.median(got)),
+            "records_per_s_min_max": [round(min(got)), round(max(got))],
+            "over_plain": round(statistics.median(got) / plain, 3),
+            **{k: v for k, v in entry.items() if k != "paths"},
+        }
+    return result
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=500_000)
@@ -200,9 +331,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--members", type=int, default=1_000_000)
     parser.add_argument("--reads", type=int, default=300)
     parser.add_argument("--dir", type=Path, default=None, help="where the data file is kept")
+    parser.add_argument("--loader", action="store_true", help="MapDataset in a DataLoader")
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--spacings", default="262144,65536,32768,16384")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--loader-records", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
     def everything(folder: Path) -> dict[str, Any]:
+        if args.loader:
+            return loader(args, folder)
         result = run(args.records, args.fields, args.reads, folder)
         if args.text_lines:
             result.update(text_index(args.text_lines, folder))
