@@ -308,3 +308,19 @@ def test_a_read_near_its_seek_point_reads_little_of_the_file(
             asked.clear()
             assert f[i] == recs[i]
             assert sum(asked) <= 48 * 1024, asked  # not 256 KiB a read
+
+
+@pytest.mark.parametrize("split", [{"num_shards": 2}, {"records_per_shard": 3000}])
+def test_seekable_shards_on_an_object_store_are_read_at_random(split: dict[str, Any]) -> None:
+    pytest.importorskip("fsspec")
+    recs = records(6000, seed=13)
+    prefix = f"memory://tfrecord-lite-tests/seekable-{len(split)}-{next(iter(split))}/train"
+    with tfr.ShardedWriter(
+        prefix, compression="GZIP", write_index=True, seekable=True, **split
+    ) as w:
+        w.write_all(recs)
+    expected = [recs[0::2], recs[1::2]] if "num_shards" in split else [recs[:3000], recs[3000:]]
+    for path, index, want in zip(w.paths, w.index_paths, expected):
+        with tfr.TFRecordFile(path) as f:  # a remote compressed file: only with its index
+            assert f.index_path == index and len(f) == len(want)
+            assert f[[len(want) - 1, 0, 1234]] == [want[-1], want[0], want[1234]]
