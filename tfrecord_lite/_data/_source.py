@@ -38,6 +38,7 @@ from .._files import (
     detect_compression,
     find_index,
     fs,
+    indexed_count,
     read_batches,
     reader_compression,
 )
@@ -62,6 +63,9 @@ from ._state import _Level
 
 _T = TypeVar("_T")
 
+
+#: Records read at a time from a compressed file's seek point (resuming in it).
+_SEEK_RUN = 4096
 
 #: Smallest read block per file when interleaving many files (TensorFlow reads
 #: 256 KiB per open file; smaller blocks cost more in per-block work than they save).
@@ -258,6 +262,12 @@ class _Source:
             r0 = ((d // g) * pow(n_files // g, -1, step)) % step if step > 1 else 0
         first = max(low, start.index if start is not None else 0)
         first += (r0 - first) % step  # the first record to hand out
+        resuming = start is not None and start.index > 0
+        if resuming and not self.windows and self.on_error == "raise":
+            index_path = self._seek_index(path)
+            if index_path is not None:  # resuming in a compressed file: from a seek point
+                lists = self._read_from_seek_point(path, index_path, first, step, marks, entry)
+                return registered(lists, table, path, first, step)
         if (
             step > 1
             and self.compression in ("", "auto")
@@ -317,6 +327,48 @@ class _Source:
         if compression == "auto":
             compression = detect_compression(fs.head(path, 16))
         return compression != ""
+
+    def _seek_index(self, path: str) -> Optional[str]:
+        """The binary index (seek points) beside a GZIP/ZLIB file, checked against it;
+        None for a plain file, no index, a text index, or one that does not fit."""
+        from .._files import StaleIndexError
+
+        if not self._compressed(path):
+            return None
+        index_path = find_index(path)
+        if index_path is None:
+            return None
+        try:
+            return index_path if indexed_count(path, index_path) is not None else None
+        except StaleIndexError as err:
+            warnings.warn(f"{err}; reading {path!r} without it", RuntimeWarning, stacklevel=2)
+            return None
+
+    def _read_from_seek_point(
+        self,
+        path: str,
+        index_path: str,
+        start: int,
+        step: int,
+        marks: Optional[deque[_Mark]] = None,
+        entry: int = 0,
+    ) -> Iterator[Sequence[bytes]]:
+        """Records ``start::step`` of a compressed file with its binary index, inflated
+        from the seek point before record ``start`` on (the records before it are not
+        inflated), a run of consecutive records at a time; each list noted in ``marks``."""
+        from .._files import TFRecordFile
+
+        f = TFRecordFile(path, index_path, compression=self.compression, verify=self.verify)
+        try:
+            n = len(f)
+            run = _SEEK_RUN - _SEEK_RUN % step or step
+            for first in range(start, n, run):
+                lst = f[first : min(n, first + run)][::step]
+                if marks is not None:
+                    marks.append((lst, entry, None, 0, first, None, step))
+                yield lst
+        finally:
+            f.close()
 
     def _skip_reporter(self) -> Optional[Callable[[SkipReport], None]]:
         """Where a skipped stretch is reported: ``on_skip``, and a warning with "warn"."""

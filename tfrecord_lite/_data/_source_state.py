@@ -4,9 +4,10 @@ Files read one after the other: the state is a cursor, the file being read (its
 place in the epoch's file order, its path, size and modification time) and the
 next record in it (its index, and the byte offset of a record at or before it
 whose offset is known). A plain local file is read again from that offset (a
-seek); a GZIP/ZLIB file, a URL, or a file read while skipping damaged records is
-read from its start, its first records passed over (inflating a compressed file
-up to there: a seekable GZIP index would spare that).
+seek); a GZIP/ZLIB file with its binary index (:func:`~tfrecord_lite.create_index`)
+is inflated from the seek point before that record; a compressed file without
+one, a URL, or a file read while skipping damaged records is read from its start,
+its first records passed over.
 
 Each list of records a file hands out is noted (:data:`_Mark`); the consumer of
 the lists tells how many records of the last one were taken, and the cursor is
