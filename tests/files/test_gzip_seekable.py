@@ -324,3 +324,22 @@ def test_seekable_shards_on_an_object_store_are_read_at_random(split: dict[str, 
         with tfr.TFRecordFile(path) as f:  # a remote compressed file: only with its index
             assert f.index_path == index and len(f) == len(want)
             assert f[[len(want) - 1, 0, 1234]] == [want[-1], want[0], want[1234]]
+
+
+def test_framed_chunks_are_cut_where_flush_points_fall(tmp_path: Path) -> None:
+    """write_examples hands the writer whole chunks of framed records: a chunk longer
+    than the spacing is cut at the record boundaries where its flush points fall."""
+    from tfrecord_lite._record import FramedRecords
+
+    recs = records(30000, seed=14)
+    framed = tfr.encode_records(recs)
+    spacing = 1 << 20
+    assert len(framed) > 3 * spacing
+    path = tmp_path / "framed.gz"
+    with tfr.TFRecordWriter(path, "GZIP", seekable=spacing) as w:
+        assert w.write_all(FramedRecords(framed, len(recs))) == len(recs)
+        assert w.records_written == len(recs)
+    assert list(tfr.tf_record_iterator(str(path))) == recs
+    index = tfr.create_index(path, spacing=spacing // 2)
+    assert kinds(index).count(_gzindex.FLUSH) >= len(framed) // (spacing + 600) - 1
+    assert max(gaps(index)) < spacing + 600
