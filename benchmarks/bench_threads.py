@@ -2,6 +2,15 @@
 
     python -m benchmarks.bench_threads [--threads 1,2,4,8,16] [--shards 16]
         [--records 20000] [--batch 1024] [--repeat 3] [--engine auto|numpy|jit]
+    python -m benchmarks.bench_threads --user [--threads 1,2] [--records 8192]
+        [--batch 1024] [--repeat 7] [--engine auto|numpy|jit]
+
+``--user``: user threads, each calling ``tfr.io.parse_example`` on batches of
+in-memory records (taxi-like, CSV-ExampleGen-like and tf.Transform-like records of
+:mod:`benchmarks.data`), as a training script's own threads would; each repeat
+runs every thread count in turn, so load from elsewhere on the machine falls on
+all of them alike. Prints the core count, and per record set the median records/s
+of each thread count and its speed-up over one thread.
 
 Writes ``--shards`` GZIP shards of taxi-like Examples (:func:`benchmarks.data.taxi_records`,
 the same records in each shard) to a temporary directory, then for each thread count N
@@ -38,6 +47,53 @@ def _read_parse(path: str, plan: Any, batch: int) -> int:
     return n
 
 
+#: The record sets of ``--user``: (records maker, features of benchmarks.tasks).
+USER_SETS = {
+    "taxi-like": (data.taxi_records, "taxi"),
+    "CSV-ExampleGen-like": (data.tabular_records, "tabular"),
+    "tf.Transform-like": (data.transformed_records, "transformed"),
+}
+
+
+def _user_threads(args: argparse.Namespace, counts: list[int]) -> None:
+    """``tfr.io.parse_example`` over in-memory batches on N user threads at once."""
+    import threading
+
+    import tfrecord_lite as tfr
+    from tfrecord_lite._examples import _kernels
+
+    _kernels.wait()  # (auto takes the compiled engine once it is loaded)
+    print(f"user threads calling tfr.io.parse_example, {args.records} in-memory records "
+          f"each, batch {args.batch}, median of {args.repeat} (thread counts interleaved)")  # fmt: skip
+    header = "".join(f"{f'{n} thread rec/s':>17s} {'x':>5s}" for n in counts)
+    print(f"{'records':>20s} {header}")
+    for label, (make, dataset) in USER_SETS.items():
+        records = make(args.records)[0]
+        features = tasks.lite_features(tfr, dataset)
+        batches = [records[i : i + args.batch] for i in range(0, len(records), args.batch)]
+        for batch in batches:  # (warm: compiled plan, allocator)
+            tfr.io.parse_example(batch, features)
+
+        def parse_all(batches: list[list[bytes]] = batches, features: Any = features) -> None:
+            for batch in batches:
+                tfr.io.parse_example(batch, features)
+
+        walls: dict[int, list[float]] = {n: [] for n in counts}
+        for _ in range(args.repeat):
+            for n in counts:
+                threads = [threading.Thread(target=parse_all) for _ in range(n)]
+                t = time.perf_counter()
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                walls[n].append(time.perf_counter() - t)
+        rates = {n: n * len(records) / statistics.median(walls[n]) for n in counts}
+        base = rates[counts[0]]
+        cells = "".join(f"{rates[n]:17,.0f} {rates[n] / base:5.2f}" for n in counts)
+        print(f"{label:>20s} {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2,4,8,16")
@@ -46,7 +102,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--engine", default="auto", choices=["auto", "numpy", "jit"])
-    args = parser.parse_args()
+    parser.add_argument(
+        "--user", action="store_true", help="in-memory parse_example on user threads"
+    )
+    args = parser.parse_args(
+        ["--threads", "1,2", "--records", "8192", "--repeat", "7", *sys.argv[1:]]
+        if "--user" in sys.argv[1:]
+        else None
+    )
     os.environ["TFRECORD_LITE_ENGINE"] = args.engine
     import tfrecord_lite as tfr
     from tfrecord_lite._examples import compile_features
@@ -56,6 +119,9 @@ def main() -> None:
     counts = [int(t) for t in args.threads.split(",")]
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     print(f"cores: {os.cpu_count()} (usable: {affinity})  python {sys.version.split()[0]}")
+    if args.user:
+        _user_threads(args, counts)
+        return
     print(f"engine: {engine(args.batch)}  shards: {args.shards} x {args.records} taxi-like "
           f"records, GZIP, batch {args.batch}, median of {args.repeat}")  # fmt: skip
     records, _ = data.taxi_records(args.records)

@@ -44,7 +44,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _settings
-from ._extract import _record_lengths
+from ._extract import _record_lengths, _settle_heap
 from ._extracted import (
     AnyColumn,
     FastColumn,
@@ -326,6 +326,7 @@ def jit_extract(
         kern = _load()
     except Exception:
         return None
+    _settle_heap()
     n = len(records)
     nkeys = len(table.names)
     if sparse and n:
@@ -397,6 +398,7 @@ def jit_extract_sequences(
         seq = _load("_jit_sequences")
     except Exception:
         return None
+    _settle_heap()
     n = len(records)
     buf, data, starts, ends = _joined_records(records)
     nc, nl = len(ctable.names), len(ltable.names)

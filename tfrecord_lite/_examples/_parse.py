@@ -387,7 +387,7 @@ def parse_example(
     Raises :class:`~tfrecord_lite.ParseError` (a ``ValueError``) on records that
     are not Examples or do not fit the specs.
     """
-    plan = compile_features(features)
+    plan = cached_plan(features, compile_features)  # (compiled once per spec)
     records = _as_records(serialized, "parse_example")
     where = _Where(_names(example_names, len(records)), batch=True)
     return _parse_examples(records, plan, where, batch=True)

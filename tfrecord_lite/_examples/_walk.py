@@ -524,6 +524,11 @@ _SHORT_LENGTHS = 8
 _ITEMS_PER_LENGTH = 128
 
 
+#: Up to this many items are cut one by one (a column's distinct values, a small
+#: batch): grouping them by length costs more than it saves.
+_FEW_ITEMS = 32
+
+
 def _bytes_objects(
     buf: Buffer, data: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> np.ndarray:
@@ -537,7 +542,7 @@ def _bytes_objects(
     if not n:
         return out
     top = int(length.max())
-    if top <= _SHORT_BYTES:
+    if top <= _SHORT_BYTES and n > _FEW_ITEMS:
         seen = np.bincount(length, minlength=top + 1)
         distinct = np.flatnonzero(seen)
         if len(distinct) <= max(_SHORT_LENGTHS, n // _ITEMS_PER_LENGTH):
