@@ -439,7 +439,6 @@ def image_dir(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.slow
 def test_from_images_writes_shards_labels_and_skips_bad_files(image_dir, tmp_path):
     out_prefix = tmp_path / "out" / "fruit"
     res = run("from-images", image_dir, out_prefix, "--shards", "2", "--workers", "1")

@@ -128,7 +128,6 @@ def test_threaded_damage_and_truncation_are_reported_as_inline(
     assert no_thread_left()
 
 
-@pytest.mark.slow
 def test_threads_end_when_readers_stop_early(tmp_path: pathlib.Path, threaded: None) -> None:
     records = records_for(3000, seed=7)
     path = tmp_path / "f.gz"
