@@ -224,6 +224,7 @@ AUTO_FIRST_BATCH = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_auto_never_waits_for_a_compile_and_the_cache_fills_anyway(tmp_path: Path) -> None:
     cache = tmp_path / "cold"
@@ -269,6 +270,7 @@ SEQUENCE_HITS = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
 def test_a_changed_kernel_source_never_loads_an_old_compile(tmp_path: Path) -> None:
     # numba checks a cached function against its own file's time stamp only: the

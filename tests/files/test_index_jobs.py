@@ -50,6 +50,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 # --------------------------------------------------------------------------- building
 
 
+@pytest.mark.slow
 def test_the_cli_indexes_many_files_in_processes(tmp_path: Path) -> None:
     files = {}
     for i, comp in enumerate(["", "GZIP", "ZLIB", "GZIP", "", "ZLIB"]):
