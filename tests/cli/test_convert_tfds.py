@@ -26,6 +26,7 @@ IN_ORDER = tfds.ReadConfig(interleave_cycle_length=1)
 RLDS_IMAGES = {"steps": {"observation": {"image": tfds.SkipDecoding()}}}
 RLDS_IMAGES["steps"]["observation"]["wrist_image"] = tfds.SkipDecoding()
 
+pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 
@@ -107,9 +108,18 @@ def test_rlds_one_row_per_step(tmp_path: Path) -> None:
         _same(got, w, f"step {i}")
 
 
-def test_every_tfds_feature_kind_to_parquet(tmp_path: Path) -> None:
+def test_every_tfds_feature_kind_to_parquet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "features.parquet"
-    assert main(["-q", "convert", str(FEATURES), str(out), "--split", "train"]) == 0
+    argv = ["-q", "convert", str(FEATURES), str(out), "--split", "train"]
+    if int(pa.__version__.split(".")[0]) < 15:
+        # Parquet stores float16 from pyarrow 15 on: before, a clear error and no output
+        assert main(argv) == 1
+        assert "halffloat" in capsys.readouterr().err
+        assert not out.exists() and list(tmp_path.iterdir()) == []
+        return
+    assert main(argv) == 0
     builder = tfds.builder_from_directory(FEATURES)
     skip = {
         k: tfds.SkipDecoding()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import email.parser
+import re
 import sys
 import tarfile
 import zipfile
@@ -24,12 +25,20 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "tfrecord_lite"
 DISTRIBUTION = "tfrecord-lite-np"
+
+
+def _extra_name(name: str) -> str:
+    """An extra's name as the metadata writes it (PEP 685: ``array_record`` -> ``array-record``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 #: The extras the wheel's metadata must offer: those pyproject.toml declares.
-EXTRAS = set(
-    tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+EXTRAS = {
+    _extra_name(name)
+    for name in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "optional-dependencies"
     ]
-)
+}
 
 
 def source_version() -> str:
@@ -92,7 +101,7 @@ def check_wheel(wheel: Path, version: str) -> list[str]:
         problems.append(f"metadata: Version {meta['Version']} != _version.py's {version}")
     if not wheel.name.startswith(f"{DISTRIBUTION.replace('-', '_')}-{version}-py3-none-any"):
         problems.append(f"wheel: file name {wheel.name} is not a pure-Python wheel of {version}")
-    extras = set(meta.get_all("Provides-Extra") or [])
+    extras = {_extra_name(e) for e in meta.get_all("Provides-Extra") or []}
     if extras != EXTRAS:
         problems.append(f"metadata: extras {sorted(extras)} != {sorted(EXTRAS)}")
     if "tfrecord-lite = tfrecord_lite._cli:main" not in entry_points:
