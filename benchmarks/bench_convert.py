@@ -29,37 +29,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import tfrecord_lite as tfr
 from benchmarks import data as bdata
+from benchmarks.tasks import lite_features
+from benchmarks.timing import timed
 from tfrecord_lite._cli import main as cli
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "_data" / "convert"
-TAXI = {
-    name: tfr.VarLenFeature(getattr(tfr, kind if kind != "bytes" else "string"))
-    if how == "var"
-    else tfr.FixedLenFeature([], getattr(tfr, kind if kind != "bytes" else "string"))
-    for name, kind, how in bdata.TAXI_SPEC
-}
+TAXI = lite_features(tfr, "taxi")
 BATCH = 1024
-
-
-def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float]:
-    """Median wall-clock and CPU seconds (all threads of the process) of ``fn``."""
-    fn()  # warm-up
-    walls, cpus = [], []
-    for _ in range(reps):
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
-    return statistics.median(walls), statistics.median(cpus)
 
 
 def shards(n: int) -> list[str]:

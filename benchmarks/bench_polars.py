@@ -22,35 +22,18 @@ and Polars' too), which a machine shared with other work disturbs less.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import tfrecord_lite as tfr
 from benchmarks import data as bdata
+from benchmarks.tasks import lite_features
+from benchmarks.timing import timed
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "_data" / "polars"
-TAXI_FEATURES = {
-    name: tfr.VarLenFeature(getattr(tfr, kind if kind != "bytes" else "string"))
-    if how == "var"
-    else tfr.FixedLenFeature([], getattr(tfr, kind if kind != "bytes" else "string"))
-    for name, kind, how in bdata.TAXI_SPEC
-}
-
-
-def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float]:
-    """Median wall-clock and CPU seconds (all threads of the process) of ``fn``."""
-    fn()  # warm-up
-    walls, cpus = [], []
-    for _ in range(reps):
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
-    return statistics.median(walls), statistics.median(cpus)
+TAXI_FEATURES = lite_features(tfr, "taxi")
 
 
 def files(n: int) -> dict[str, Path]:

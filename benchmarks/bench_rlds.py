@@ -28,30 +28,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from benchmarks.timing import timed
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "_data" / "rlds"
-
-
-def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float]:
-    """Median wall-clock and CPU seconds (all the process's threads) of ``fn``."""
-    fn()  # warm-up
-    walls, cpus = [], []
-    for _ in range(reps):
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
-    return statistics.median(walls), statistics.median(cpus)
 
 
 def prepare(episodes: int, images: bool = True) -> Path:
