@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _columns as _arrays
+from tfrecord_lite._examples import _column_files as _arrays
 
 # --------------------------------------------------------------------------- helpers
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tfrecord_lite as tfr
-import tfrecord_lite._examples._columns as columns_mod
+import tfrecord_lite._examples._column_files as columns_mod
 import tfrecord_lite._examples._encode_columns as encode_mod
 from tfrecord_lite import example_pb2
 from tfrecord_lite._examples import _jit, _jit_encode, _kernels

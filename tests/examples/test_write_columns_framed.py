@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tfrecord_lite as tfr
-import tfrecord_lite._examples._columns as arrays_mod
+import tfrecord_lite._examples._column_files as arrays_mod
 from tfrecord_lite import example_pb2
 from tfrecord_lite._examples._build import (
     bytes_rows,

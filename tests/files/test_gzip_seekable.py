@@ -265,7 +265,7 @@ def test_sharded_seekable_spacing_gives_the_index_its_points(
 def test_write_examples_seekable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: str
 ) -> None:
-    from tfrecord_lite._examples import _columns
+    from tfrecord_lite._examples import _column_files as _columns
 
     monkeypatch.setattr(_columns, "WRITE_CHUNK_BYTES", 64 * 1024)
     monkeypatch.setenv("TFRECORD_LITE_DEFLATE_BACKEND", "zlib")

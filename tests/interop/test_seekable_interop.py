@@ -98,7 +98,7 @@ def test_tensorflow_reads_seekable_shards(tmp_path: Path, compression: str, back
 def test_tensorflow_parses_seekable_write_examples(
     tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tfrecord_lite._examples import _columns
+    from tfrecord_lite._examples import _column_files as _columns
 
     monkeypatch.setattr(_columns, "WRITE_CHUNK_BYTES", 32 * 1024)
     n = 20000

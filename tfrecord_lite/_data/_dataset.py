@@ -33,8 +33,8 @@ from ._ops_map import _Enumerate, _Filter, _Map
 from ._ops_parse import _Parse, _ParseBatch, _ParseSequence, _ParseSequenceBatch
 from ._ops_shuffle import _seed_entropy, _Shuffle
 from ._ops_slice import _ElementShard, _Repeat, _Skip, _Take
-from ._plan import _plan, ignoring
 from ._prefetch import _Prefetch
+from ._rewrite import chain_to_run, ignoring
 from ._slices import _Slices
 from ._source import _Source
 from ._state import _Level
@@ -145,7 +145,7 @@ class Dataset:
         """The iterator of epoch ``key``; its state is read from (and a state to
         resume from is taken from) ``lv`` (see ._state)."""
         source = self._source
-        ops = _plan(self._ops, isinstance(source, _Source))
+        ops = chain_to_run(self._ops, isinstance(source, _Source))
         skip = ignoring(self._ops)
         if skip is not None and isinstance(source, _Source) and source.on_error == "raise":
             source = source.copy(on_error=skip)
@@ -230,7 +230,7 @@ class Dataset:
         of files, ``filter``, ``interleave``, ``unbatch``), as tf.data's.
         """
         n: int = self._source.cardinality()
-        for op in _plan(self._ops, isinstance(self._source, _Source)):
+        for op in chain_to_run(self._ops, isinstance(self._source, _Source)):
             n = op.cardinality(n)
         return n
 

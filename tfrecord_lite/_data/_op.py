@@ -57,7 +57,7 @@ def _close(it: object) -> None:
 class _Op:
     """One transformation: builds its output iterator from the upstream's."""
 
-    #: Ops that do not look at elements: ``parse`` may move across them (see _plan).
+    #: Ops that do not look at elements: ``parse`` may move across them (see _rewrite).
     transparent = False
 
     def run(self, upstream: Upstream, key: EpochKey, lv: _Level, below: _Level) -> Iterator[Any]:

@@ -1,8 +1,8 @@
 """``ignore_errors``: the elements whose making raised an error are dropped, as tf.data's.
 
 ``ignore_errors()`` puts everything before it in the chain in skipping mode (see
-:func:`_plan`): the files' damaged records are skipped (``on_error="skip"``), and
-each op that can fail on an element (``map``, ``filter``, ``parse``,
+:func:`._rewrite.chain_to_run`): the files' damaged records are skipped
+(``on_error="skip"``), and each op that can fail on an element (``map``, ``filter``, ``parse``,
 ``parse_sequence``, ``batch``, ``padded_batch``) runs element by element, dropping
 an element (a batch, for the batching ops) whose function raised. With
 ``log_warning=True`` each drop is a :class:`~tfrecord_lite.SkippedDataWarning`

@@ -16,7 +16,7 @@ from ._build import (
     make_example,
     make_sequence_example,
 )
-from ._columns import concat_parsed, read_examples, write_examples
+from ._column_files import concat_parsed, read_examples, write_examples
 from ._encode_columns import encode_columns
 from ._infer import (
     DEFAULT_SAMPLE,

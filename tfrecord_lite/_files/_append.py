@@ -1,7 +1,7 @@
 """Continuing an existing file (``TFRecordWriter(..., mode="a")``): checking it, repairing it.
 
-A plain file must be whole records up to its end (its headers walked by
-:func:`tfrecord_lite._files._walk.walk_headers`, the last record's data CRC checked
+A plain file must be whole records up to its end (its headers read by
+:func:`tfrecord_lite._files._offsets.record_offsets`, the last record's data CRC checked
 too); a GZIP file must read cleanly. ``repair=True`` cuts a plain file back to its
 last complete record when no intact record follows the damage. A URL is
 downloaded, checked the same way, and copied into the new upload.
@@ -25,10 +25,10 @@ from .._record import (
 )
 from . import _fs
 from ._handles import write_all
+from ._offsets import record_offsets
 from ._salvage import find_next_record_in_file
 from ._sniff import detect_compression
 from ._stream import READ_BLOCK_SIZE, read_records
-from ._walk import walk_headers
 
 __all__ = ["copy_for_append", "prepare_append"]
 
@@ -130,7 +130,7 @@ def _check_plain_tail(f: IO[bytes], size: int) -> Optional[tuple[int, int, DataL
     last: Optional[tuple[int, int]] = None
     index = 0
     try:
-        for record in walk_headers(f, size):
+        for record in record_offsets(f, size):
             last = record
             index += 1
     except DataLossError as err:

@@ -43,9 +43,9 @@ from .._errors import TFRecordError
 from .._record import RECORD_OVERHEAD
 from . import _fs, _gzindex
 from ._handles import open_binary
+from ._offsets import record_offsets
 from ._options import compression_name
 from ._sniff import detect_compression
-from ._walk import walk_headers
 
 __all__ = [
     "INDEX_SUFFIXES",
@@ -360,10 +360,10 @@ def _write_bytes(dest: str, blob: bytes) -> None:
 
 def scan_plain(path: str) -> Iterator[tuple[int, int]]:
     """Yield ``(offset, framed length)`` of each record of a plain file, from its headers
-    (:func:`~tfrecord_lite._files._walk.walk_headers`: record data is skipped, not read)."""
+    (:func:`~tfrecord_lite._files._offsets.record_offsets`: record data is skipped, not read)."""
     size = _fs.size(path)
     with open_binary(path, "rb") as f:
-        for offset, length in walk_headers(f, size, path=path):
+        for offset, length in record_offsets(f, size, path=path):
             yield offset, length + RECORD_OVERHEAD
 
 

@@ -35,8 +35,8 @@ where one call per record costs more than the CRC itself.
 
 Why a walk of its own: the boundaries of phase 1 are the record-header walk of a
 buffer *held in memory*, vectorised (all boundaries of equal-length records
-confirmed at once), with every data byte checked; the other walk of the package,
-:func:`tfrecord_lite._files._walk.walk_headers`, reads only the headers of a file
+confirmed at once), with every data byte checked; the package's other header reader,
+:func:`tfrecord_lite._files._offsets.record_offsets`, reads only the headers of a file
 and seeks over the data. Headers are checked with :mod:`tfrecord_lite._record._format`'s
 :func:`~tfrecord_lite._record._format.length_crc` (vectorised per distinct length)
 and :func:`~tfrecord_lite._record._format.header_ok`.

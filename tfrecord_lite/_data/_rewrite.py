@@ -1,4 +1,4 @@
-"""The plan rewriter: a chain of ops rewritten for speed before an epoch runs."""
+"""The chain rewriter: a dataset's chain of ops rewritten for speed before an epoch runs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from ._ops_errors import _IgnoreErrors, _skipping_op
 from ._ops_map import _Filter
 from ._ops_parse import _Parse, _ParseBatch, _ParseSequence, _ParseSequenceBatch
 
+__all__ = ["chain_to_run", "ignoring"]
 
-def _plan(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
+
+def chain_to_run(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
     """The chain to run: the ops before the last ``ignore_errors()`` in skipping mode
     (see :mod:`._ops_errors`), the others rewritten for speed by :func:`_fused`."""
     last = _last_ignore(ops)
@@ -45,8 +47,8 @@ def _fused(ops: Sequence[_Op], records: bool = True) -> list[_Op]:
     ``parse(f)`` followed (through ops that do not look at elements: shuffle, take,
     skip, repeat, prefetch, and filters) by ``batch(n)`` becomes a raw batch and one
     ``parse_example`` call per batch; ``parse_sequence(...)`` followed (through those
-    ops, no filter) by ``batch(n)``, one ``parse_sequence_example`` call per batch. Filters in between parse their element for the
-    predicate only. A ``batch`` with no parse or map before it gives lists of bytes.
+    ops, no filter) by ``batch(n)``, one ``parse_sequence_example`` call per batch.
+    Filters in between parse their element for the predicate only. A ``batch`` with no parse or map before it gives lists of bytes.
     """
     out: list[Optional[_Op]] = list(ops)
     for j, op in enumerate(out):
