@@ -4,6 +4,7 @@ one thread gives, in order, and an error comes out where it would without thread
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,27 @@ def test_bad_thread_counts_are_refused(tmp_path: Path) -> None:
         ds.parse(F, num_parallel_calls=0)
     with pytest.raises(TypeError, match="num_parallel_calls"):
         ds.parse(F, num_parallel_calls=1.5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_an_options_block_reaches_the_parsing_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batched: bool
+) -> None:
+    from tfrecord_lite import _examples, _settings
+
+    seen: list[tuple[str, Any]] = []
+    name = "parse_batches" if batched else "parse_stream"
+    real = getattr(_examples, name)
+
+    def recording(items: Any, features: Any) -> Any:
+        seen.append((threading.current_thread().name, _settings.threads()))
+        return real(items, features)
+
+    monkeypatch.setattr(_examples, name, recording)
+    monkeypatch.delenv("TFRECORD_LITE_THREADS", raising=False)
+    ds = tfr.TFRecordDataset(_write(tmp_path / "o.tfrecord", 50)).parse(F, num_parallel_calls=2)
+    with tfr.options(threads=5):
+        got = list(ds.batch(10) if batched else ds)
+    assert len(got) == (5 if batched else 50)
+    assert seen and all(thread.startswith("tfrecord_lite-map") for thread, _ in seen)
+    assert {threads for _, threads in seen} == {5}

@@ -5,10 +5,16 @@ one ``parse_example`` / ``parse_sequence_example`` per batch.
 ``parse(features)`` reads only an Example's features: the first record of each
 epoch is looked at, and SequenceExamples with feature lists get a
 :class:`FeatureListsIgnoredWarning` naming ``parse_sequence`` instead of losing
-their lists silently."""
+their lists silently.
+
+With ``num_parallel_calls``, records are parsed on threads, each task in a copy of the
+context of the thread iterating the dataset (:func:`contextvars.copy_context`, taken
+as the task is handed out), so a ``tfr.options(...)`` block around the loop reaches
+the parsing threads too."""
 
 from __future__ import annotations
 
+import contextvars
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, Optional
@@ -199,7 +205,7 @@ def _parsed_on_threads(
     """
     from ._ops_map import _parallel_map
 
-    def task(group: list[Any]) -> tuple[list[Any], Optional[BaseException]]:
+    def parsed(group: list[Any]) -> tuple[list[Any], Optional[BaseException]]:
         done: list[Any] = []
         try:
             done.extend(parse(group))
@@ -207,8 +213,16 @@ def _parsed_on_threads(
             return done, err
         return done, None
 
+    def task(
+        job: tuple[list[Any], contextvars.Context],
+    ) -> tuple[list[Any], Optional[BaseException]]:
+        group, context = job
+        return context.run(parsed, group)
+
+    # (each group with the iterating thread's settings, copied as it is handed out)
+    jobs = ((group, contextvars.copy_context()) for group in _groups(items))
     try:
-        for done, err in _parallel_map(task, _groups(items), workers):
+        for done, err in _parallel_map(task, jobs, workers):
             yield from done
             if err is not None:
                 raise err

@@ -24,6 +24,7 @@ Values round-trip exactly (int64 and float32 values, bytes, raw arrays).
 
 from __future__ import annotations
 
+import contextvars
 import os
 import warnings
 from collections import deque
@@ -39,7 +40,6 @@ from .._record import RECORD_OVERHEAD, FramedRecords
 from ._assemble import ParsedValue, padding_value
 from ._build import bytes_rows
 from ._encode_columns import _encode_columns_framed
-from ._extracted import grid_rows
 from ._hints import located
 from ._infer import DEFAULT_SAMPLE, infer_schema
 from ._jit import engine
@@ -60,12 +60,8 @@ WRITE_CHUNK_BYTES = 4 << 20
 #: a chunk is built while the one before it is written, and the first ones while the
 #: file is opened; MNIST-like columns to a file: 1.36-1.40 -> 1.73-1.75 M records/s).
 WRITE_AHEAD = 2
-#: Records parsed per batch while reading.
+#: Records parsed per batch while reading, however many keys the schema has.
 READ_BATCH = 8192
-#: The fewest records ``read_examples`` parses at a time, however many keys it reads.
-MIN_READ_BATCH = 256
-#: Batches of fewer records (many keys) are joined every this many batches.
-FOLD_BATCHES = 8
 SHAPE_SUFFIX = "/shape"
 DTYPE_SUFFIX = "/dtype"
 
@@ -235,7 +231,8 @@ def _ahead(
     ``pool`` ahead of the one handed out (the first ones before it is asked for)."""
     queue: deque[Future[FramedRecords]] = deque()
     for start in starts:
-        queue.append(pool.submit(encode, start))
+        # (in a copy of the caller's context: a tfr.options block reaches the encoder)
+        queue.append(pool.submit(contextvars.copy_context().run, encode, start))
         if len(queue) > WRITE_AHEAD:
             yield queue.popleft()
     while queue:
@@ -437,21 +434,18 @@ def read_examples(
     batches: list[dict[str, ParsedValue]] = []
     batch: list[bytes] = []
     places = _Places()
-    # Records x keys bounded: each batch's columns are a grid (a sparse schema's
-    # thousands of keys: batches of fewer records).
-    size = min(READ_BATCH, max(MIN_READ_BATCH, grid_rows(len(specs.needed))))
+    # One batch size whatever the key count: a batch of many keys (a sparse schema's
+    # thousands) is walked entry by entry, in memory that follows the values present,
+    # so cutting it smaller only multiplies the per-key work by the batches.
     with TFRecordReader(
         path, compression, verify=verify, storage_options=storage_options
     ) as reader:
         for record in reader:
             batch.append(record)
             places.add(reader.path, len(record))
-            if len(batch) == size:
+            if len(batch) == READ_BATCH:
                 batches.append(places.parse(batch, specs))
                 batch = []
-                if size < READ_BATCH and len(batches) == FOLD_BATCHES:
-                    # (many keys: each batch's outputs are an array or three per key)
-                    batches = [concat_parsed(batches, specs)]
     if batch or not batches:
         batches.append(places.parse(batch, specs))
     result = concat_parsed(batches, specs)
