@@ -179,6 +179,20 @@ def _damaged(tmp_path: Path) -> Path:
     return data
 
 
+def test_a_missing_shard_is_a_problem_with_the_data(tmp_path: Path) -> None:
+    data = _damaged(tmp_path)
+    shard = data / "tfl_rlds-train.tfrecord-00000-of-00002"
+    shard.unlink()
+    for args in (("preview", data, "-o", tmp_path / "grid.png"), ("info", data), ("verify", data)):
+        got = run(*args)
+        assert got.returncode == 1, (args, got.stdout + got.stderr)
+        assert "Traceback" not in got.stderr
+        assert shard.name in got.stdout + got.stderr
+    assert not (tmp_path / "grid.png").exists()
+    # an input that is not there at all stays a usage error
+    assert run("preview", tmp_path / "absent", "-o", tmp_path / "grid.png").returncode == 2
+
+
 def test_verify_decodes_every_episode() -> None:
     for args in ((), ("--no-parse",)):
         got = run("verify", *args, RLDS)

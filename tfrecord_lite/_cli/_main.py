@@ -5,9 +5,11 @@ preview, one module each; ``tfrecord-lite COMMAND --help`` shows each one's opti
 and examples.
 
 Exit codes: 0 all is well; 1 a problem with the data (bad CRC, truncated file,
-records that are not Examples, images that could not be decoded) or the
-command failed; 2 a usage error (bad arguments, input files that do not
-exist). Errors are one line on stderr; ``--debug`` shows the traceback.
+records that are not Examples, images that could not be decoded, a file that an
+input names but that is missing, such as a TFDS shard listed in its
+``dataset_info.json``) or the command failed; 2 a usage error (bad arguments,
+input files that do not exist). Errors are one line on stderr; ``--debug`` shows
+the traceback.
 """
 
 from __future__ import annotations
@@ -80,7 +82,9 @@ def _report(e: Exception) -> int:
     if isinstance(e, UsageError):
         _error(str(e))
         return EXIT_USAGE
-    if isinstance(e, (FileNotFoundError, NotADirectoryError)):
+    if isinstance(e, (FileNotFoundError, NotADirectoryError)) and not isinstance(
+        e, TFRecordError
+    ):  # (the library's own not-found errors are about a file the input names: data)
         name = e.filename if e.filename is not None else ""
         _error(f"{e.strerror or e}: {name}" if name else str(e))
         return EXIT_USAGE
