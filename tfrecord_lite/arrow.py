@@ -59,11 +59,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
-from ._files import PathOrFile, TFRecordOptions, TFRecordReader, TFRecordWriter
+from ._files import PathOrFile, TFRecordOptions, TFRecordWriter
 from ._tables import (
     DEFAULT_BATCH_SIZE,
     ReadPlan,
-    batches,
     feature_lists_of,
     from_arrow,
     make_plan,
@@ -147,20 +146,14 @@ def iter_tables(
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     plan = ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
-    yield from _converted(plan, paths, compression, verify, on_error, batch_size)
-
-
-def _converted(
-    plan: ReadPlan,
-    paths: Union[PathOrFile, Sequence[PathOrFile]],
-    compression: Union[str, TFRecordOptions, None],
-    verify: bool,
-    on_error: str,
-    batch_size: int,
-) -> Iterator[pa.Table]:
-    with TFRecordReader(paths, compression, verify=verify, on_error=on_error) as reader:
-        for batch in batches(reader, batch_size):
-            yield plan.convert(batch)
+    yield from stream_tables(
+        plan,
+        paths,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        batch_size=batch_size,
+    )
 
 
 def read_table(
@@ -188,7 +181,14 @@ def read_table(
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     plan = ReadPlan(features, sequence_features, paths, compression=compression, sample=sample)
-    tables = _converted(plan, paths, compression, verify, on_error, batch_size)
+    tables = stream_tables(
+        plan,
+        paths,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        batch_size=batch_size,
+    )
     return pa.concat_tables([plan.schema.empty_table(), *tables])
 
 

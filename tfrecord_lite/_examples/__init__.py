@@ -17,6 +17,7 @@ from ._build import (
     make_sequence_example,
 )
 from ._column_files import concat_parsed, read_examples, write_examples
+from ._columnar import ColumnarValue, ExampleColumn, parse_example_columns
 from ._encode_columns import encode_columns
 from ._infer import (
     DEFAULT_SAMPLE,
@@ -63,7 +64,9 @@ from ._values import RaggedValue, SparseValue
 __all__ = [
     "DEFAULT_SAMPLE",
     "KIND_SAMPLE",
+    "ColumnarValue",
     "DType",
+    "ExampleColumn",
     "FeatureSpec",
     "FeatureStats",
     "FixedLenFeature",
@@ -105,6 +108,7 @@ __all__ = [
     "make_sequence_example",
     "parse_batches",
     "parse_example",
+    "parse_example_columns",
     "parse_sequence_example",
     "parse_sequence_stream",
     "parse_single_example",

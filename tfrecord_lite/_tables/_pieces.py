@@ -18,7 +18,6 @@ from .._errors import TFRecordError
 from .._examples import DEFAULT_SAMPLE, FeatureSpec
 from .._files import (
     TFRecordFile,
-    TFRecordReader,
     detect_compression,
     expand_paths,
     find_index,
@@ -27,6 +26,7 @@ from .._files import (
 from .._files import fs as _fs
 from ._extras import require_pyarrow
 from ._plan import DEFAULT_BATCH_SIZE, ReadPlan
+from ._stream import stream_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -232,19 +232,21 @@ class PieceReader:
                 for a in range(piece.start, piece.stop, size):
                     yield self._convert(f[a : min(piece.stop, a + size)], piece, a)
             return
-        done = 0
-        with TFRecordReader(
-            piece.path, self.compression, verify=self.verify, on_error=self.on_error
-        ) as reader:
-            batch: list[bytes] = []
-            for record in reader:
-                batch.append(record)
-                if len(batch) == size:
-                    yield self._convert(batch, piece, done)
-                    done += len(batch)
-                    batch = []
-            if batch or not done:
-                yield self._convert(batch, piece, done)
+        # The records parsed where they lie in the blocks read (no object per record);
+        # a record that does not parse is named by file, index and byte offset.
+        empty = True
+        for table in stream_tables(
+            self.plan,
+            piece.path,
+            compression=self.compression,
+            verify=self.verify,
+            on_error=self.on_error,
+            batch_size=size,
+        ):
+            empty = False
+            yield self._with_path(table, piece)
+        if empty:
+            yield self._with_path(self.plan.schema.empty_table(), piece)
 
     def _convert(self, records: Sequence[bytes], piece: Piece, first: int) -> pa.Table:
         """A batch as a table; a record that does not parse is named by file and index."""

@@ -7,25 +7,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-import numpy as np
-
-from .._errors import ParseError
 from .._examples import (
     DEFAULT_SAMPLE,
     FeatureSpec,
     FixedLenSequenceFeature,
-    ParsedValue,
     RaggedFeature,
-    RaggedValue,
     SparseFeature,
     VarLenFeature,
     compile_features,
     compile_sequence_features,
     infer_schema,
-    parse_example,
+    parse_example_columns,
     parse_sequence_stream,
     validate_features,
 )
+from ._from_columns import columns_table
 from ._to_arrow import table_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,37 +92,14 @@ class ReadPlan:
                 self._compiled = compile_features(self._parse_specs)
         return self._compiled
 
-    def _unpad(self, parsed: dict[str, ParsedValue]) -> dict[str, ParsedValue]:
-        for key, spec in self._rows_of.items():
-            rv = parsed[key]
-            assert isinstance(rv, RaggedValue) and isinstance(rv.values, np.ndarray)
-            shape = tuple(spec.shape)
-            size = int(np.prod(shape, dtype=np.int64))
-            counts = np.diff(rv.row_splits)
-            bad = np.flatnonzero(counts % size) if size else np.flatnonzero(counts)
-            if len(bad):
-                i = int(bad[0])
-                dims = ",".join(str(d) for d in shape)
-                raise ParseError(
-                    f"Name: <unknown>, Key: {key}, Index: {i}.  Number of values is not a "
-                    f"multiple of the row size: values size: {int(counts[i])} but output "
-                    f"shape: [?{',' if dims else ''}{dims}]",
-                    index=i,
-                    key=key,
-                )
-            splits = rv.row_splits // size if size else np.zeros_like(rv.row_splits)
-            parsed[key] = RaggedValue(rv.values.reshape((-1, *shape)), splits)
-        return parsed
-
     def convert(self, records: Sequence[bytes]) -> pa.Table:
         """Parse a batch of records into a table of this plan's schema."""
         plan = self._parse_plan()
         if self.sequence:
             ctx, seq, lengths = next(parse_sequence_stream([records], plan))
             return table_of(ctx, seq, self.features, self.sequence_features, lengths)
-        parsed = parse_example(records, plan)
-        parsed = self._unpad(parsed) if self._rows_of else parsed
-        return table_of(parsed, {}, self.features, {}, None)
+        # Straight from the parsed columns: no TensorFlow-shaped value on the way.
+        return columns_table(parse_example_columns(records, plan), self.features, self._rows_of)
 
 
 def batches(records: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
