@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import tfrecord_lite.tfds as tfds
+from tfrecord_lite._cli import main
 from tfrecord_lite._cli._tfds import preview_cells
 from tfrecord_lite._decoding import display_array
 from tfrecord_lite._decoding._display import grid_size
@@ -179,18 +180,21 @@ def _damaged(tmp_path: Path) -> Path:
     return data
 
 
-def test_a_missing_shard_is_a_problem_with_the_data(tmp_path: Path) -> None:
+def test_a_missing_shard_is_a_problem_with_the_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = _damaged(tmp_path)
     shard = data / "tfl_rlds-train.tfrecord-00000-of-00002"
     shard.unlink()
-    for args in (("preview", data, "-o", tmp_path / "grid.png"), ("info", data), ("verify", data)):
-        got = run(*args)
-        assert got.returncode == 1, (args, got.stdout + got.stderr)
-        assert "Traceback" not in got.stderr
-        assert shard.name in got.stdout + got.stderr
-    assert not (tmp_path / "grid.png").exists()
+    grid = tmp_path / "grid.png"
+    for args in (("preview", data, "-o", grid), ("info", data), ("verify", data)):
+        code = main([*map(str, args)])  # (in this process: the exit code main returns)
+        out, err = capsys.readouterr()
+        assert code == 1, (args, out + err)
+        assert "Traceback" not in err and shard.name in out + err
+    assert not grid.exists()
     # an input that is not there at all stays a usage error
-    assert run("preview", tmp_path / "absent", "-o", tmp_path / "grid.png").returncode == 2
+    assert main(["preview", str(tmp_path / "absent"), "-o", str(grid)]) == 2
 
 
 def test_verify_decodes_every_episode() -> None:
