@@ -1,7 +1,7 @@
 """Run the benchmarks and write ``benchmarks/RESULTS.md`` and ``benchmarks/results.json``.
 
     python -m benchmarks.run [--quick] [--peers] [--tasks T ...] [--out benchmarks/RESULTS.md]
-    python -m benchmarks.run --render results.json > RESULTS.md   # re-render saved numbers
+    python -m benchmarks.run --render results.json [RESULTS.md]   # re-render saved numbers
 
 Every (task, implementation) runs in its own child process per repetition, so
 imports, TensorFlow's thread pools and peak RSS never leak from one run into the
@@ -16,6 +16,11 @@ when installed), ``tfrecord_lite (crcmod)`` (``TFRECORD_LITE_CRC_BACKEND=crcmod`
 what users without the ``fast`` extra get), and with ``--peers`` TensorFlow, the
 ``tfrecord`` package and a naive per-record loop. A name missing from our API
 shows as "n/a (missing: name)".
+
+The report replaces the sections it writes (:data:`OWNED_SECTIONS`); any other ``## ``
+section of the file it overwrites (a hand-written one, such as "Threads", measured by
+another script) is kept verbatim after them. ``--render JSON`` prints the report; with a
+file after it, it rewrites that file the same way.
 """
 
 from __future__ import annotations
@@ -63,6 +68,21 @@ COLUMNS = [
     Column("machine", "machine"),
 ]
 PEER_TITLES = {"tensorflow": "TensorFlow", "tfrecord": "tfrecord (PyPI)", "naive": "naive loop"}
+#: The sections :func:`render` writes, by the start of their ``## `` titles (some end with
+#: the run's numbers). Any other section of the file the report replaces is hand-written and
+#: kept (:func:`keep_hand_written`).
+OWNED_SECTIONS = (
+    "tfrecord_lite (CRC backend:",
+    "GZIP: deflate and inflate backends",
+    "Taxi-like data beside the real TFX shards",
+    "Without the `fast` extra (TFRECORD_LITE_CRC_BACKEND=crcmod)",
+    "Machine limits (ImageNet-like file, page cache)",
+    "Streaming a big file: peak RSS (",
+    "Every variant",
+    "Data",
+    "Environment",
+    "Method",
+)
 #: The tasks the crcmod column (no `fast` extra) runs: the CRC-bound ones.
 CRCMOD_TASKS = {"mnist_raw", "mnist_parse", "mnist_write", "imagenet_raw", "gzip_raw", "stream_rss"}
 
@@ -683,6 +703,44 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _sections(text: str) -> list[tuple[str, str]]:
+    """``(title, text)`` of each ``## `` section of a Markdown report, in order (the text
+    runs to the next ``## `` heading; what comes before the first is left out)."""
+    out: list[tuple[str, list[str]]] = []
+    fence = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        if line.startswith("## ") and not fence:
+            out.append((line[3:].strip(), [line]))
+        elif out:
+            out[-1][1].append(line)
+    return [(title, "\n".join(lines).rstrip("\n")) for title, lines in out]
+
+
+def _owned(title: str) -> bool:
+    """Whether :func:`render` writes the section of this title (an entry of
+    :data:`OWNED_SECTIONS` that ends with ``:`` or ``(`` is the start of its titles)."""
+    return any(
+        title == t or (t.endswith((":", "(")) and title.startswith(t)) for t in OWNED_SECTIONS
+    )
+
+
+def keep_hand_written(report: str, previous: Optional[str]) -> str:
+    """``report`` followed by the sections of ``previous`` (the file it replaces) that
+    :func:`render` does not write, verbatim and in their order."""
+    kept = [text for title, text in _sections(previous or "") if not _owned(title)]
+    if not kept:
+        return report
+    return report.rstrip("\n") + "\n\n" + "\n\n".join(kept) + "\n"
+
+
+def _write_report(path: Path, report: str) -> None:
+    """Write ``report`` to ``path``, keeping the hand-written sections already there."""
+    previous = path.read_text() if path.exists() else None
+    path.write_text(keep_hand_written(report, previous))
+
+
 def wanted(task: str, col: Column) -> bool:
     """Whether a column runs a task (the crcmod column only runs the CRC-bound tasks)."""
     return CRC_ENV not in col.env or task in CRCMOD_TASKS
@@ -723,10 +781,13 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--render":
+    if argv is None and len(sys.argv) in (3, 4) and sys.argv[1] == "--render":
         # Render a results.json again (after a change to the report's layout).
         report = json.loads(Path(sys.argv[2]).read_text())
-        sys.stdout.write(render(report))
+        if len(sys.argv) == 4:
+            _write_report(Path(sys.argv[3]), render(report))
+        else:
+            sys.stdout.write(render(report))
         return 0
     args = parse_args(argv)
     start = time.perf_counter()
@@ -818,7 +879,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "runs": raw,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(report))
+    _write_report(args.out, render(report))
     args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
     log(f"wrote {args.out} and {args.json} in {report['elapsed_s'] / 60:.1f} min")
     return 0
