@@ -60,7 +60,7 @@ def _user_threads(args: argparse.Namespace, counts: list[int]) -> None:
     import threading
 
     import tfrecord_lite as tfr
-    from tfrecord_lite._examples import _kernels
+    from tfrecord_lite._examples._engines import _kernels
 
     _kernels.wait()  # (auto takes the compiled engine once it is loaded)
     print(f"user threads calling tfr.io.parse_example, {args.records} in-memory records "
@@ -113,7 +113,7 @@ def main() -> None:
     os.environ["TFRECORD_LITE_ENGINE"] = args.engine
     import tfrecord_lite as tfr
     from tfrecord_lite._examples import compile_features
-    from tfrecord_lite._examples._jit import engine
+    from tfrecord_lite._examples._engines import choose as engine
     from tfrecord_lite._examples._threads import parse_chunks
 
     counts = [int(t) for t in args.threads.split(",")]

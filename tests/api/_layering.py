@@ -97,15 +97,15 @@ class Allowance:
 
 #: module -> its allowance. Each entry is checked against the source.
 ALLOWED_DYNAMIC: dict[str, Allowance] = {
-    "_examples._kernels": Allowance(
+    "_examples._engines._kernels": Allowance(
         "the numba kernel modules compile (or load numba's on-disk cache) when first "
         "imported, so they are imported on first use, by name, never at package import; "
         "after a cache that cannot be read, they are dropped from sys.modules and imported "
         "again with a fresh cache directory",
         frozenset(
             {
-                "_examples._jit_kernels",
-                "_examples._jit_sequences",
+                "_examples._engines._jit_kernels",
+                "_examples._engines._jit_sequences",
                 "_examples._jit_encode_kernels",
                 "_examples._jit_encode_crc",
             }

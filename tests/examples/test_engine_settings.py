@@ -18,7 +18,10 @@ import pytest
 
 import tfrecord_lite as tfr
 from tfrecord_lite import _settings
-from tfrecord_lite._examples import _extract, _extracted, _jit, _parse, _threads
+from tfrecord_lite._examples import _parse, _threads
+from tfrecord_lite._examples._engines import _choose
+from tfrecord_lite._examples._engines import _numpy as _extract
+from tfrecord_lite._examples._engines import _output as _extracted
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 NO_NUMBA = "numba is not installed (the jit extra): the compiled engine is not tested here"
@@ -34,19 +37,19 @@ def _defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_block_chooses_the_engine_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
     with tfr.options(engine="numpy"):
-        assert _jit.engine(10**6) == "numpy"
-        assert _jit.engine_for([b""] * 100) == "numpy"
+        assert _choose.choose(10**6) == "numpy"
+        assert _choose.choose(100, records=[b""] * 100) == "numpy"
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
     if HAS_NUMBA:
         with tfr.options(engine="jit"):
-            assert _jit.engine(1) == "jit"  # forced: even one record
+            assert _choose.choose(1) == "jit"  # forced: even one record
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", " NumPy ")  # as the settings read it
-    assert _jit.engine(10**6) == "numpy"
+    assert _choose.choose(10**6) == "numpy"
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "fast")
     with pytest.raises(ValueError, match=r"TFRECORD_LITE_ENGINE='fast'.*auto, numpy or jit"):
-        _jit.engine(10)
+        _choose.choose(10)
     with tfr.options(engine="auto"):  # the block comes first: the variable is not read
-        _jit.engine(10)
+        _choose.choose(10)
 
 
 def test_fastpath_is_read_at_each_parse(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +120,7 @@ def test_chunks_parsed_on_threads_see_the_callers_block(monkeypatch: pytest.Monk
 
 KERNELS_IN_A_BLOCK = (
     "import sys, tfrecord_lite as tfr\n"
-    "from tfrecord_lite._examples import _kernels\n"
+    "from tfrecord_lite._examples._engines import _kernels\n"
     "rs = [tfr.encode_example({'a': [i, -i]}) for i in range(100)]\n"
     "with tfr.options(numba_cache_dir=sys.argv[1], engine='jit'):\n"
     "    out = tfr.parse_example(rs, {'a': tfr.VarLenFeature(tfr.int64)})\n"
@@ -138,7 +141,7 @@ def test_the_kernels_cache_follows_the_block_around_the_first_parse(tmp_path: Pa
         env=env,
     )
     assert out.returncode == 0, out.stderr
-    from tfrecord_lite._examples import _kernels
+    from tfrecord_lite._examples._engines import _kernels
 
     folder = asked / f"kernels-{_kernels.kernels_hash()}"
     assert out.stdout.split()[-1] == str(folder)

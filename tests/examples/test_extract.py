@@ -26,9 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _extract as _fastparse
-from tfrecord_lite._examples import _extracted, _jit, _kernels, _layout
 from tfrecord_lite._examples import _parse as _parse_module
+from tfrecord_lite._examples._engines import _choose, _kernels
+from tfrecord_lite._examples._engines import _numpy as _fastparse
+from tfrecord_lite._examples._engines import _numpy_layout as _layout
+from tfrecord_lite._examples._engines import _output as _extracted
 
 
 @pytest.fixture(autouse=True)
@@ -376,7 +378,7 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
         return result
 
     monkeypatch.setattr(_parse_module, "jit_extract", counting)
-    monkeypatch.setattr(_jit, "AUTO_PICKS_JIT", True)
+    monkeypatch.setattr(_choose, "AUTO_PICKS_JIT", True)
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "auto")
     assert _kernels.wait()  # auto takes the kernels once they are loaded
     rng = random.Random(8)
@@ -392,7 +394,7 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
             )
             for _ in range(200)
         ]
-        assert _jit.engine_for(records) == "jit"
+        assert _choose.choose(len(records), records=records) == "jit"
         tfr.parse_example(records, specs)
     total = sum(n for n, _ in seen)
     assert total == 20 * 200
@@ -402,23 +404,23 @@ def test_the_compiled_path_is_really_taken(monkeypatch: Any) -> None:
 def test_the_engine_is_chosen_at_run_time(monkeypatch: Any) -> None:
     monkeypatch.delenv("TFRECORD_LITE_ENGINE", raising=False)
     # auto: the compiled engine where numba is installed, for batches big enough
-    assert _jit.AUTO_PICKS_JIT
+    assert _choose.AUTO_PICKS_JIT
     assert _kernels.wait() == HAS_NUMBA  # (auto takes the kernels once they are loaded)
-    assert _jit.engine(10**6) == ("jit" if HAS_NUMBA else "numpy")
-    assert _jit.engine(1) == "numpy"  # one record never waits for a compile
-    assert _jit.engine(_jit.JIT_MIN_RECORDS - 1) == "numpy"
-    assert _jit.engine(_jit.JIT_MIN_RECORDS) == ("jit" if HAS_NUMBA else "numpy")
+    assert _choose.choose(10**6) == ("jit" if HAS_NUMBA else "numpy")
+    assert _choose.choose(1) == "numpy"  # one record never waits for a compile
+    assert _choose.choose(_choose.JIT_MIN_RECORDS - 1) == "numpy"
+    assert _choose.choose(_choose.JIT_MIN_RECORDS) == ("jit" if HAS_NUMBA else "numpy")
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
-    assert _jit.engine(10**6) == "numpy"
+    assert _choose.choose(10**6) == "numpy"
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "fast")
     with pytest.raises(ValueError, match="auto, numpy or jit"):
-        _jit.engine(10)
+        _choose.choose(10)
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
     if HAS_NUMBA:
-        assert _jit.engine(1) == "jit"
+        assert _choose.choose(1) == "jit"
     else:
         with pytest.raises(ImportError, match="jit"):
-            _jit.engine(1)
+            _choose.choose(1)
 
 
 @pytest.mark.skipif(not HAS_NUMBA, reason=NO_NUMBA)
@@ -448,21 +450,21 @@ def test_auto_picks_the_engine_by_layout_not_length(monkeypatch: Any) -> None:
         tft.append(tfr.encode_example({k: row[k] for k in keys}))
     lengths = np.bincount([len(r) for r in tft])
     assert lengths.max() >= 0.7 * n  # (what the length rule left to numpy)
-    assert _jit.engine_for(mnist) == "numpy"  # the equal-layout path: columns cut whole
-    assert _jit.engine_for(tabular) == "jit"
-    assert _jit.engine_for(taxi) == "jit"
-    assert _jit.engine_for(transformed) == "jit"
-    assert _jit.engine_for(tft) == "jit"
+    assert _choose.choose(len(mnist), records=mnist) == "numpy"  # the equal-layout path: columns cut whole
+    assert _choose.choose(len(tabular), records=tabular) == "jit"
+    assert _choose.choose(len(taxi), records=taxi) == "jit"
+    assert _choose.choose(len(transformed), records=transformed) == "jit"
+    assert _choose.choose(len(tft), records=tft) == "jit"
     full = [r for i, r in enumerate(tft) if i % 100 < 72]  # every record of one length
     assert len({len(r) for r in full}) == 1
-    assert _jit.engine_for(full) == "jit"  # (the layout differs: keys in another order)
+    assert _choose.choose(len(full), records=full) == "jit"  # (the layout differs: keys in another order)
     for records in (mnist, tabular, taxi, transformed, tft):  # batch 256 the same
-        assert _jit.engine_for(records[:256]) == _jit.engine_for(records)
+        assert _choose.choose(len(records[:256]), records=records[:256]) == _choose.choose(len(records), records=records)
     # a forced engine is kept
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
-    assert _jit.engine_for(mnist) == "jit"
+    assert _choose.choose(len(mnist), records=mnist) == "jit"
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
-    assert _jit.engine_for(taxi) == "numpy"
+    assert _choose.choose(len(taxi), records=taxi) == "numpy"
 
 
 def test_import_compiles_nothing() -> None:
@@ -489,7 +491,7 @@ def test_a_corrupt_kernel_cache_is_compiled_afresh(tmp_path: Any) -> None:
         "out = tfr.parse_example(rs, spec)\n"
         "assert out['a'].values.tolist() == [v for i in range(100) for v in (i, -i)]\n"
         "assert out['b'].tolist() == [b'x' * (i % 3) for i in range(100)]\n"
-        "from tfrecord_lite._examples import _kernels\n"
+        "from tfrecord_lite._examples._engines import _kernels\n"
         "print(_kernels.loaded())\n"
     )
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "TFRECORD_LITE_ENGINE": "jit"}

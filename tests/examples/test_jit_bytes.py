@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _jit
+from tfrecord_lite._examples._engines import _jit
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="numba is not installed (the jit extra)"

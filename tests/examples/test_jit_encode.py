@@ -23,9 +23,10 @@ import tfrecord_lite as tfr
 import tfrecord_lite._examples._column_files as columns_mod
 import tfrecord_lite._examples._encode_columns as encode_mod
 from tfrecord_lite import example_pb2
-from tfrecord_lite._examples import _jit, _jit_encode, _kernels
+from tfrecord_lite._examples import _jit_encode
 from tfrecord_lite._examples._build import bytes_rows, encode_example, int64_feature, make_example
 from tfrecord_lite._examples._encode_columns import _encode_columns_framed, encode_columns
+from tfrecord_lite._examples._engines import _choose, _kernels
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (the jit extra)")
@@ -34,15 +35,15 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 @contextlib.contextmanager
 def _engine(name: str) -> Iterator[None]:
-    old = os.environ.get(_jit.ENGINE_VARIABLE)
-    os.environ[_jit.ENGINE_VARIABLE] = name
+    old = os.environ.get(_choose.ENGINE_VARIABLE)
+    os.environ[_choose.ENGINE_VARIABLE] = name
     try:
         yield
     finally:
         if old is None:
-            del os.environ[_jit.ENGINE_VARIABLE]
+            del os.environ[_choose.ENGINE_VARIABLE]
         else:
-            os.environ[_jit.ENGINE_VARIABLE] = old
+            os.environ[_choose.ENGINE_VARIABLE] = old
 
 
 def _rows(columns: dict[str, Any], n: int) -> list[dict[str, Any]]:
@@ -274,11 +275,11 @@ def _calls(monkeypatch: Any) -> list[int]:
 @needs_numba
 def test_engine_choice(monkeypatch: Any) -> None:
     seen = _calls(monkeypatch)
-    m = _jit.JIT_MIN_RECORDS
+    m = _choose.JIT_MIN_RECORDS
     big = {"a": np.arange(m) * 1000, "b": [b"x" * (i % 7) for i in range(m)]}
     small = {"a": np.arange(3) * 1000, "b": [b"x", b"", b"yy"]}
     uniform = {"a": np.arange(m) % 100, "b": [b"x"] * m}  # records of one size
-    monkeypatch.delenv(_jit.ENGINE_VARIABLE, raising=False)
+    monkeypatch.delenv(_choose.ENGINE_VARIABLE, raising=False)
     _encode_columns_framed(big, m)
     encode_columns(big, m)
     assert seen == [m] * 2  # auto: jit for a large enough batch
@@ -288,14 +289,14 @@ def test_engine_choice(monkeypatch: Any) -> None:
     assert len(seen) == 2  # records of one size, not framed: NumPy's rows
     _encode_columns_framed(uniform, m)
     assert len(seen) == 3  # framed: jit
-    monkeypatch.setenv(_jit.ENGINE_VARIABLE, "jit")
+    monkeypatch.setenv(_choose.ENGINE_VARIABLE, "jit")
     encode_columns(small, 3)
     assert seen[-1] == 3
-    monkeypatch.setenv(_jit.ENGINE_VARIABLE, "numpy")
+    monkeypatch.setenv(_choose.ENGINE_VARIABLE, "numpy")
     _encode_columns_framed(big, m)
     encode_columns(big, m)
     assert len(seen) == 4
-    monkeypatch.setenv(_jit.ENGINE_VARIABLE, "fast")
+    monkeypatch.setenv(_choose.ENGINE_VARIABLE, "fast")
     with pytest.raises(ValueError, match="auto, numpy or jit"):
         encode_columns(big, m)
 
@@ -308,12 +309,12 @@ def test_without_numba_the_numpy_path_writes_the_same(monkeypatch: Any, tmp_path
     monkeypatch.setattr(_kernels, "_found", False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     seen = _calls(monkeypatch)
-    monkeypatch.delenv(_jit.ENGINE_VARIABLE, raising=False)
+    monkeypatch.delenv(_choose.ENGINE_VARIABLE, raising=False)
     assert bytes(_encode_columns_framed(columns, n).buffer) == reference
     assert tfr.write_examples(tmp_path / "a.tfrecord", columns) == n
     assert (tmp_path / "a.tfrecord").read_bytes() == reference
     assert seen == []
-    monkeypatch.setenv(_jit.ENGINE_VARIABLE, "jit")
+    monkeypatch.setenv(_choose.ENGINE_VARIABLE, "jit")
     with pytest.raises(ImportError, match="needs numba"):
         encode_columns(columns, n)
 

@@ -22,7 +22,8 @@ from test_parse_engine import (
 )
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _jit, _sequence
+from tfrecord_lite._examples import _sequence
+from tfrecord_lite._examples._engines import _jit
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="numba is not installed (the jit extra)"

@@ -36,7 +36,7 @@ PARSE = (
     "out = tfr.parse_example(rs, spec)\n"
     "assert out['a'].values.tolist() == [v for i in range(100) for v in (i, -i)]\n"
     "assert out['b'].tolist() == [b'x' * (i % 3) for i in range(100)]\n"
-    "from tfrecord_lite._examples import _kernels\n"
+    "from tfrecord_lite._examples._engines import _kernels\n"
     "kern = _kernels.load()\n"
     "hits = sum(sum(d.stats.cache_hits.values()) for d in kern.__dict__.values()\n"
     "           if hasattr(d, 'stats'))\n"
@@ -46,7 +46,7 @@ PARSE = (
 # the cache goes to the temporary folder: this process cannot write the package's
 # folder, and its XDG cache home is a file.
 NO_OTHER_PLACE = (
-    "from tfrecord_lite._examples import _kernels\n_kernels._writable = lambda path: False\n"
+    "from tfrecord_lite._examples._engines import _kernels\n_kernels._writable = lambda path: False\n"
 )
 
 
@@ -211,7 +211,7 @@ def test_a_cache_dir_asked_for_that_others_may_write_is_passed_over(tmp_path: Pa
 
 AUTO_FIRST_BATCH = (
     "import time, tfrecord_lite as tfr\n"
-    "from tfrecord_lite._examples import _jit, _kernels\n"
+    "from tfrecord_lite._examples._engines import _choose, _kernels\n"
     "rs = [tfr.encode_example({'a': list(range(i % 7)), 'b': b'x' * (i % 5)})\n"
     "      for i in range(1024)]\n"
     "spec = {'a': tfr.VarLenFeature(tfr.int64), 'b': tfr.FixedLenFeature([], tfr.string)}\n"
@@ -245,7 +245,7 @@ def test_auto_never_waits_for_a_compile_and_the_cache_fills_anyway(tmp_path: Pat
     later = _run(
         AUTO_FIRST_BATCH
         + "assert _kernels.wait(timeout=60)\n"
-        + "assert _jit.engine(1024) == 'jit'\n"
+        + "assert _choose.choose(1024) == 'jit'\n"
         + "kern = _kernels.load()\n"
         + "print('hits', sum(sum(d.stats.cache_hits.values()) for d in kern.__dict__.values()\n"
         + "                  if hasattr(d, 'stats')))\n",
@@ -257,7 +257,7 @@ def test_auto_never_waits_for_a_compile_and_the_cache_fills_anyway(tmp_path: Pat
 
 SEQUENCE_HITS = (
     "import tfrecord_lite as tfr\n"
-    "from tfrecord_lite._examples import _kernels\n"
+    "from tfrecord_lite._examples._engines import _kernels\n"
     "rs = [tfr.encode_sequence_example({'c': [i]}, {'f': [[i], [i, 1]]}) for i in range(80)]\n"
     "ctx, seq = {'c': tfr.FixedLenFeature([], tfr.int64)}, {'f': tfr.VarLenFeature(tfr.int64)}\n"
     "c, s = tfr.parse_sequence_example(rs, ctx, seq)[:2]\n"
@@ -302,7 +302,7 @@ def test_a_changed_kernel_source_never_loads_an_old_compile(tmp_path: Path) -> N
     assert run() == [0, 0]  # compiled
     first, second = run()
     assert first > 0 and second > 0  # loaded from the cache
-    kernels = copy / "tfrecord_lite" / "_examples" / "_jit_kernels.py"
+    kernels = copy / "tfrecord_lite" / "_examples" / "_engines" / "_jit_kernels.py"
     kernels.write_text(kernels.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
     assert run() == [0, 0]  # both compiled again, not only the changed file's
     first, second = run()

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _jit, _keyhash, _keys
+from tfrecord_lite._examples._engines import _jit, _keyhash
+from tfrecord_lite._examples._engines import _numpy_keys as _keys
 from tfrecord_lite._record import unaligned
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
@@ -48,7 +49,7 @@ def test_numpy_hash_equals_the_one_key_hash() -> None:
 
 @pytest.mark.skipif(not HAS_NUMBA, reason="numba not installed")
 def test_compiled_hash_equals_the_one_key_hash() -> None:
-    from tfrecord_lite._examples import _kernels
+    from tfrecord_lite._examples._engines import _kernels
 
     kern = _kernels.load()
     keys = _random_keys(500)

@@ -25,8 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _extract as _fastparse
-from tfrecord_lite._examples import _keys, _parse, _sequence, _stream, _vectors
+from tfrecord_lite._examples import _parse, _sequence, _stream
+from tfrecord_lite._examples._engines import _numpy as _fastparse
+from tfrecord_lite._examples._engines import _numpy_keys as _keys
+from tfrecord_lite._examples._engines import _numpy_vectors as _vectors
 from tfrecord_lite._record._scan import RecordSpans
 
 KIND_FIELD = {"bytes": 1, "float": 2, "int": 3}
@@ -705,7 +707,7 @@ def test_a_plan_keeps_errors_where_they_were() -> None:
 _FAULTS_SCRIPT = r"""
 import json, random, resource, struct, sys
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _extract as _fastparse
+from tfrecord_lite._examples._engines import _buffers as _fastparse
 if sys.argv[1] == "0":
     _fastparse.HEAP_SETTLE_BYTES = 0
 rng = random.Random(5)

@@ -98,7 +98,7 @@ SETTLED = """
 import os, resource
 os.environ["TFRECORD_LITE_ENGINE"] = "jit"
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _extract, _kernels
+from tfrecord_lite._examples._engines import _buffers as _extract, _kernels
 _kernels.load()
 records = [tfr.encode_example({"a": list(range(i % 50)), "s": [b"x" * (i % 7)]}) for i in range(4096)]
 spec = {"a": tfr.VarLenFeature(tfr.int64), "s": tfr.VarLenFeature(tfr.string)}

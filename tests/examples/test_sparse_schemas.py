@@ -23,7 +23,10 @@ import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _extract, _extracted, _jit, _parse
+from tfrecord_lite._examples import _parse
+from tfrecord_lite._examples._engines import _jit
+from tfrecord_lite._examples._engines import _numpy as _extract
+from tfrecord_lite._examples._engines import _output as _extracted
 from tfrecord_lite._examples._where import _Where
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
@@ -216,7 +219,7 @@ MEMORY = """
 import os, resource, sys, tempfile
 os.environ["TFRECORD_LITE_ENGINE"] = sys.argv[1]
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _kernels
+from tfrecord_lite._examples._engines import _kernels
 path = os.path.join(sys.argv[2], "sparse.tfrecord")
 with tfr.TFRecordWriter(path) as w:
     for i in range(300):  # 20 keys of its own each: 6,001 keys

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _layout, _walk
+from tfrecord_lite._examples._engines import _numpy_entries as _walk
+from tfrecord_lite._examples._engines import _numpy_layout as _layout
 
 FEATURES = 20_000
 

@@ -63,12 +63,12 @@ def test_imports_from_the_installed_wheel_only() -> None:
 
 
 # the modules that import an optional dependency at import time
-# (the numba kernels: the compiled engine's driver, _examples/_jit.py, imports them only
+# (the numba kernels: the compiled engine's driver, _examples/_engines/_jit.py, imports them only
 # where numba is installed).
 NEEDS_EXTRA = {
     "tfrecord_lite.torch": "torch",
-    "tfrecord_lite._examples._jit_kernels": "numba",
-    "tfrecord_lite._examples._jit_sequences": "numba",
+    "tfrecord_lite._examples._engines._jit_kernels": "numba",
+    "tfrecord_lite._examples._engines._jit_sequences": "numba",
     "tfrecord_lite._examples._jit_encode_kernels": "numba",
     "tfrecord_lite._examples._jit_encode_crc": "numba",
 }

@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .._errors import ParseError
-from ._extracted import AnyColumn, FastColumn, SparseColumn, dense
+from ._engines import AnyColumn, FastColumn, SparseColumn, dense
 from ._hints import count_hint, with_hint
 from ._schema import (
     DType,
@@ -44,7 +44,7 @@ __all__ = ["ParsedValue", "assemble", "padding_value"]
 ParsedValue = Union[np.ndarray, SparseValue, RaggedValue]
 
 
-#: One feature key's values over a batch (see :class:`~tfrecord_lite._examples._extracted.FastColumn`).
+#: One feature key's values over a batch (see :class:`~tfrecord_lite._examples._engines.FastColumn`).
 Column = FastColumn
 
 

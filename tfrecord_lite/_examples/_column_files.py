@@ -40,9 +40,9 @@ from .._record import RECORD_OVERHEAD, FramedRecords
 from ._assemble import ParsedValue, padding_value
 from ._build import bytes_rows
 from ._encode_columns import _encode_columns_framed
+from ._engines import choose as engine
 from ._hints import located
 from ._infer import DEFAULT_SAMPLE, infer_schema
-from ._jit import engine
 from ._parse import compile_features, parse_example
 from ._schema import FeatureSpec, FixedLenSequenceFeature
 from ._sequence import parse_sequence_example

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import ParseError
 from ._assemble import ParsedValue, _empty, _fixed_len, _sequence_rows, assemble
-from ._extracted import AnyColumn, dense
+from ._engines import AnyColumn, dense
 from ._parse import ParsePlan, Serialized, _as_records, _columns_of, _explained, compile_features
 from ._schema import (
     FeatureSpec,

@@ -49,8 +49,8 @@ from ._classify import (
     feature_where,
     str_bytes,
 )
+from ._engines import choose as engine
 from ._feature_wire import feature_bytes, key_field, vlen
-from ._jit import engine
 from ._jit_encode import (
     BYTES,
     ENCODE_KERNELS,

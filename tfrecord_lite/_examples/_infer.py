@@ -60,7 +60,7 @@ from google.protobuf.message import DecodeError
 from .. import example_pb2
 from .._errors import ParseError
 from .._files import PathOrFile, is_file_object, tf_record_iterator
-from ._extracted import grid_rows
+from ._engines import grid_rows
 from ._kind import KindProbe
 from ._parse import parse_example
 from ._schema import (

@@ -34,8 +34,8 @@ from .._record import (
     footer_of_crc,
     record_header,
 )
+from ._engines import load_kernels as _load
 from ._jit_encode_kinds import BYTES, FEATURE, FLOATS, INTS
-from ._kernels import load as _load
 
 __all__ = ["BYTES", "ENCODE_KERNELS", "FEATURE", "FLOATS", "INTS", "jit_framed", "jit_records"]
 

@@ -65,20 +65,25 @@ from .. import example_pb2
 from .._errors import ParseError
 from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
-from ._extract import _record_lengths, extract
-from ._extracted import (
+from ._engines import (
     MIN_BATCH,
     AnyColumn,
+    JitTable,
+    KeyTable,
     SparseColumn,
+    choose,
     dense,
     enabled,
+    extract,
+    jit_extract,
+    jit_table,
+    key_table,
     merge_columns,
     merge_sparse,
+    record_lengths,
 )
 from ._floats import float_values
 from ._hints import missing_hint, record_keys, with_hint
-from ._jit import JitTable, engine_for, jit_extract, jit_table
-from ._keys import KeyTable, key_table
 from ._schema import (
     DType,
     FeatureSpec,
@@ -346,8 +351,8 @@ def _columns_of(
     needed = plan.needed
     fast = None
     if needed and n and enabled():
-        lengths = _record_lengths(records) if n >= MIN_BATCH else None
-        if engine_for(records, lengths) == "jit":
+        lengths = record_lengths(records) if n >= MIN_BATCH else None
+        if choose(n, records=records, lengths=lengths) == "jit":
             fast = jit_extract(records, plan.jit_table, lengths, sparse)
         if fast is None and n >= MIN_BATCH:
             fast = extract(records, needed, table=plan.table, lengths=lengths, sparse=sparse)

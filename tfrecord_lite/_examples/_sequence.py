@@ -27,10 +27,17 @@ from ._assemble import (
     assemble,
     padding_value,
 )
-from ._extract import extract_sequences
-from ._extracted import enabled
-from ._jit import JitTable, engine, jit_extract_sequences, jit_table
-from ._keys import KeyTable, key_table
+from ._engines import (
+    SEQUENCE_KERNELS,
+    JitTable,
+    KeyTable,
+    choose,
+    enabled,
+    extract_sequences,
+    jit_extract_sequences,
+    jit_table,
+    key_table,
+)
 from ._parse import (
     Serialized,
     _as_records,
@@ -268,7 +275,7 @@ def _fast_sequence_columns(
         return None
     found = None
     n = len(records)
-    if n and enabled() and engine(n, ("_jit_kernels", "_jit_sequences")) == "jit":
+    if n and enabled() and choose(n, SEQUENCE_KERNELS) == "jit":
         found = jit_extract_sequences(records, *plan.jit_tables)
     if found is None:
         found = extract_sequences(records, plan.context_needed, plan.list_needed, plan.tables)

@@ -1,32 +1,17 @@
-"""The parse engines: which extractor a batch goes through, and the compiled one's driver.
+"""The ``jit`` engine's driver: the numba kernels of :mod:`._jit_kernels` and
+:mod:`._jit_sequences` over a window of records (with the ``jit`` extra:
+``pip install 'tfrecord-lite-np[jit]'``).
 
-Two engines extract Example columns, with identical results (values, shapes,
-errors): ``numpy``, the vectorized walk (:func:`~._extract.extract`, always
-there), and ``jit``, the numba kernels of :mod:`._jit_kernels` (with the
-``jit`` extra: ``pip install 'tfrecord-lite-np[jit]'``). Records either leaves
-undecided go to the protobuf reference path.
-
-The engine is chosen at run time from the ``engine`` setting
-(``TFRECORD_LITE_ENGINE``, or ``tfr.options(engine=...)`` in a block, read from
-:mod:`tfrecord_lite._settings` at each batch): ``auto`` (the
-default: ``jit`` where numba is installed, for batches of
-:data:`JIT_MIN_RECORDS` records or more, else ``numpy``; Example batches whose
-records mostly share one length stay on ``numpy``, see :func:`engine_for`), ``numpy``, or ``jit``
-(without numba installed: ``ImportError``). A smaller batch (a single record,
-a CLI ``head``) stays on ``numpy`` and never waits for a compile.
-The ``fastpath`` setting (``TFRECORD_LITE_FASTPATH=0``) turns both off (protobuf
-only, for debugging).
-
-Per batch, the driver makes O(kinds + keys) NumPy calls: the walk fills one row
+Per window, the driver makes O(kinds + keys) NumPy calls: the walk fills one row
 per record of (where, how many, packed?) for every key, one fill kernel writes
 every key's values into one array per kind, and each key's column is a slice of
 it. A wide batch (a sparse schema: thousands of keys, each in a few records,
-:func:`~._extracted.wide`) is walked into one entry per (record, key read)
+:func:`~._output.wide`) is walked into one entry per (record, key read)
 instead (:func:`_jit_sparse`), so its memory follows the entries present, not
 records x keys. Bytes values repeated in a column (categorical strings) are cut out once
 (:func:`_bytes_values`). The kernels take no references (see
 :mod:`._jit_kernels`) and release the GIL, so threads can parse chunks at once
-(:func:`~._threads.parse_chunks`).
+(:func:`~tfrecord_lite._examples._threads.parse_chunks`).
 
 Nothing compiles at ``import tfrecord_lite``: the kernels are compiled, or read from
 numba's on-disk cache, the first time a batch needs them, in the background for
@@ -36,100 +21,33 @@ numba's on-disk cache, the first time a batch needs them, in the background for
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
 
-from .. import _settings
-from ._extract import _record_lengths, _settle_heap
-from ._extracted import (
+from .._schema import DType
+from ._buffers import _bytes_objects, _contiguous, _settle_heap, record_lengths
+from ._kernels import load as _load
+from ._keyhash import LOAD, key_hash
+from ._output import (
     AnyColumn,
     FastColumn,
+    SequenceColumns,
     SparseColumn,
-    _contiguous,
     _joined,
     grid_rows,
     wide,
 )
-from ._kernels import jit_available, loaded, warm
-from ._kernels import load as _load
-from ._keyhash import key_hash
-from ._keys import LOAD
-from ._layout import shares_layout
-from ._schema import DType
-from ._walk import _bytes_objects
-from ._walk_sequences import SequenceColumns
 
-__all__ = [
-    "JitTable",
-    "engine",
-    "engine_for",
-    "jit_available",
-    "jit_extract",
-    "jit_extract_sequences",
-    "jit_table",
-]
-
-#: The engine's environment variable (read by :mod:`tfrecord_lite._settings`).
-ENGINE_VARIABLE = _settings.SETTINGS["engine"].variable
-#: Batches of fewer records take the ``numpy`` engine when no engine is forced.
-JIT_MIN_RECORDS = 64
-#: Whether ``auto`` picks ``jit`` (for batches of :data:`JIT_MIN_RECORDS` or more)
-#: where numba is installed (taxi-like records: 2-3x the NumPy engine's rate).
-AUTO_PICKS_JIT = True
+__all__ = ["JitTable", "jit_extract", "jit_extract_sequences", "jit_table"]
 
 _KIND_OF = {"string": 1, "float32": 2, "int64": 3}
 
 
-def engine(n: int, kernels: tuple[str, ...] = ("_jit_kernels",)) -> str:
-    """The engine for a batch of ``n`` records: ``"jit"`` or ``"numpy"``.
-
-    ``auto`` picks ``jit`` only once ``kernels`` (the kernel modules the caller runs)
-    are loaded: until then the batch goes through the NumPy engine and the kernels
-    load in the background (:func:`~._kernels.warm`), so no batch waits for a
-    compile. A forced ``jit`` loads them first, waiting. The setting is read here, at
-    each call (a bad ``TFRECORD_LITE_ENGINE`` is a ``ValueError`` that names it)."""
-    forced = _settings.engine()
-    if forced == "auto":
-        if not (AUTO_PICKS_JIT and n >= JIT_MIN_RECORDS and jit_available()):
-            return "numpy"
-        if loaded(*kernels):
-            return "jit"
-        warm(*kernels)
-        return "numpy"
-    if forced == "jit":
-        if importlib.util.find_spec("numba") is None:
-            raise ImportError(
-                "the jit engine (TFRECORD_LITE_ENGINE=jit or tfr.options(engine='jit')) "
-                "needs numba: pip install 'tfrecord-lite-np[jit]'"
-            )
-        return "jit"
-    return "numpy"
-
-
-def engine_for(records: Sequence[bytes], lengths: Optional[np.ndarray] = None) -> str:
-    """The engine for parsing these Example records: :func:`engine`, except that ``auto``
-    leaves a batch that mostly follows one layout (one writer's fixed layout: MNIST-like
-    images, :func:`~._layout.shares_layout`) to the ``numpy`` engine, whose equal-layout
-    path cuts whole columns from a 2-D array (MNIST-like parse: 2.09 M records/s there
-    against 1.56 M compiled, same run). Records of one length in a different key order
-    each (tf.Transform output) or of many lengths (values missing, varints of every
-    width) go to ``jit``. A forced engine is used as it is. ``lengths``: the records'
-    lengths, where the caller has them."""
-    chosen = engine(len(records))
-    if chosen != "jit" or _settings.engine() == "jit":
-        return chosen
-    if lengths is None:
-        lengths = _record_lengths(records)
-    return "numpy" if shares_layout(records, lengths) else "jit"
-
-
 class JitTable:
     """The keys a plan reads, as the kernels look them up: an open-addressing hash
-    table (``slots``, at least :data:`~._keys.LOAD` per key, probed linearly) over
+    table (``slots``, at least :data:`~._keyhash.LOAD` per key, probed linearly) over
     the keys' bytes (``kbytes``, ``koff``) and kinds. The hash is the whole key's
     (:mod:`._keyhash`), so keys alike but for their middle bytes spread as any
     others; ``probes`` is the longest probe sequence of any key."""
@@ -167,7 +85,7 @@ def _jit_table(keys: tuple[tuple[str, DType], ...]) -> JitTable:
 
 def jit_table(needed: Mapping[str, DType]) -> JitTable:
     """The :class:`JitTable` of ``needed``, built once per set of keys and dtypes
-    (parses that build their plan per call share it, as :func:`~._keys.key_table`)."""
+    (parses that build their plan per call share it, as :func:`~._numpy_keys.key_table`)."""
     return _jit_table(tuple(needed.items()))
 
 
@@ -238,7 +156,7 @@ def _joined_records(
 ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """The records in one buffer: (buffer, its bytes read-only, starts, ends)."""
     if lengths is None:
-        lengths = _record_lengths(records)
+        lengths = record_lengths(records)
     buf, starts, _ = _contiguous(records, lengths)
     data = np.frombuffer(buf, dtype=np.uint8)
     if data.flags.writeable:  # (the kernels take the bytes read-only)
@@ -268,7 +186,7 @@ def _jit_sparse(
     kern: Any, records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray]
 ) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
     """:func:`jit_extract` of a wide batch: one entry per (record, key read) instead of
-    a records x keys grid, and :class:`~._extracted.SparseColumn` s."""
+    a records x keys grid, and :class:`~._output.SparseColumn` s."""
     buf, data, starts, ends = _joined_records(records, lengths)
     n = len(records)
     status = np.zeros(n, dtype=np.uint8)
@@ -318,10 +236,10 @@ def jit_extract(
     lengths: Optional[np.ndarray] = None,
     sparse: bool = False,
 ) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
-    """:func:`~._extract.extract` by the compiled kernels: ``(handled, columns)``,
+    """:func:`~._numpy.extract` by the compiled kernels: ``(handled, columns)``,
     or None when no record was handled (or the engine could not be loaded).
-    ``sparse``: a wide batch (:func:`~._extracted.wide`) may come back as
-    :class:`~._extracted.SparseColumn` s."""
+    ``sparse``: a wide batch (:func:`~._output.wide`) may come back as
+    :class:`~._output.SparseColumn` s."""
     try:
         kern = _load()
     except Exception:
@@ -331,7 +249,7 @@ def jit_extract(
     nkeys = len(table.names)
     if sparse and n:
         if lengths is None:
-            lengths = _record_lengths(records)
+            lengths = record_lengths(records)
         if wide(n, nkeys, int(lengths.sum())):
             return _jit_sparse(kern, records, table, lengths)
     return _jit_dense(kern, records, table, lengths)
@@ -391,7 +309,7 @@ def _jit_dense(
 def jit_extract_sequences(
     records: Sequence[bytes], ctable: JitTable, ltable: JitTable
 ) -> Optional[SequenceColumns]:
-    """:func:`~._extract.extract_sequences` by the compiled kernels: the context and
+    """:func:`~._numpy.extract_sequences` by the compiled kernels: the context and
     feature-list columns, or None when any record needs the reference path."""
     try:
         kern = _load()

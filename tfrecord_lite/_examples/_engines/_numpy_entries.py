@@ -3,7 +3,7 @@
 The map entries of all records are walked in lockstep *by entry index* (the n-th
 entry of every record at once), so key order, missing keys, extra keys, list
 lengths and varint widths do not matter. Each entry's key is looked up in the
-:class:`~._keys.KeyTable`, which places each entry in a (record, key slot)
+:class:`~._numpy_keys.KeyTable`, which places each entry in a (record, key slot)
 table; each feature's values are gathered per kind for all entries at once
 (packed or unpacked numbers, BytesList items), and finally per key, in record
 order, through that table (:func:`_walk`). A record this cannot read with
@@ -17,12 +17,19 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from .._record import Buffer, unaligned
-from ._extracted import _BYTES, _FEATURE_TAG_CODE, _FLOAT, _INT64, FastColumn
-from ._keys import KeyTable
-from ._schema import DType
-from ._vectors import _decode_packed_varints, _gather_regions, _packed_varints_ok, _ranges, _varints
-from ._wire import MAX_LENGTH_LEN
+from ..._record import Buffer, unaligned
+from .._schema import DType
+from .._wire import MAX_LENGTH_LEN
+from ._buffers import _bytes_objects
+from ._numpy_keys import KeyTable
+from ._numpy_vectors import (
+    _decode_packed_varints,
+    _gather_regions,
+    _packed_varints_ok,
+    _ranges,
+    _varints,
+)
+from ._output import _BYTES, _FEATURE_TAG_CODE, _FLOAT, _INT64, FastColumn
 
 
 def _reject(ok: np.ndarray, rec: np.ndarray, good: np.ndarray) -> None:
@@ -509,64 +516,6 @@ def _columns(
         counts[present] = found
         cols[name] = FastColumn(present, counts, values)
     return cols
-
-
-#: BytesList items up to this long are cut out a whole length at a time
-#: (:func:`_bytes_objects`) when they have at most :data:`_SHORT_LENGTHS` distinct
-#: lengths, or one per :data:`_ITEMS_PER_LENGTH` items (a length's gather costs
-#: about as much as that many items cut one by one).
-_SHORT_BYTES = 64
-
-
-_SHORT_LENGTHS = 8
-
-
-_ITEMS_PER_LENGTH = 128
-
-
-#: Up to this many items are cut one by one (a column's distinct values, a small
-#: batch): grouping them by length costs more than it saves.
-_FEW_ITEMS = 32
-
-
-def _bytes_objects(
-    buf: Buffer, data: np.ndarray, start: np.ndarray, length: np.ndarray
-) -> np.ndarray:
-    """``buf[start[i]:start[i]+length[i]]`` for every i, as an object array of bytes.
-
-    Short values of a few distinct lengths are cut out a whole length at a time
-    (a 2-D gather viewed as fixed-size byte strings); others one by one.
-    """
-    n = len(start)
-    out = np.empty(n, dtype=object)
-    if not n:
-        return out
-    top = int(length.max())
-    if top <= _SHORT_BYTES and n > _FEW_ITEMS:
-        seen = np.bincount(length, minlength=top + 1)
-        distinct = np.flatnonzero(seen)
-        if len(distinct) <= max(_SHORT_LENGTHS, n // _ITEMS_PER_LENGTH):
-            if len(distinct) == 1:
-                groups = [np.arange(n, dtype=np.int64)]
-            else:
-                order = np.argsort(length, kind="stable")
-                groups = np.split(order, np.cumsum(seen[distinct])[:-1])
-            for size, idx in zip(distinct.tolist(), groups):
-                if size == 0:
-                    out[idx] = b""
-                    continue
-                block = data[start[idx][:, None] + np.arange(size)]
-                part = np.empty(len(idx), dtype=object)
-                part[:] = block.view(np.dtype((np.void, size))).ravel().tolist()
-                out[idx] = part
-            return out
-    ends = start + length
-    if isinstance(buf, bytes):
-        out[:] = [buf[s:e] for s, e in zip(start.tolist(), ends.tolist())]
-    else:  # a work array: copies
-        view = memoryview(buf)
-        out[:] = [view[s:e].tobytes() for s, e in zip(start.tolist(), ends.tolist())]
-    return out
 
 
 def _walk(

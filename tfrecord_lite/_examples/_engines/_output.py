@@ -4,7 +4,7 @@
 columns of record subsets back in record order (:func:`merge_columns`), the
 records joined into one buffer and cut into windows, the switch
 (``TFRECORD_LITE_FASTPATH``), and the wire kind codes and limits the extractors
-(:mod:`._layout`, :mod:`._walk`, :mod:`._walk_sequences`, :mod:`._extract`) use.
+(:mod:`._numpy_layout`, :mod:`._numpy_entries`, :mod:`._numpy_sequences`, :mod:`._numpy`) use.
 """
 
 from __future__ import annotations
@@ -14,32 +14,18 @@ from typing import NamedTuple, Union
 
 import numpy as np
 
-from .. import _settings
-from .._record import Buffer, RecordSpans
-from ._schema import DType, float32, int64, string
+from ... import _settings
+from .._schema import DType, float32, int64, string
 
-__all__ = ["FastColumn", "SparseColumn", "enabled", "merge_columns", "wide"]
+__all__ = ["FastColumn", "SequenceColumns", "SparseColumn", "enabled", "merge_columns", "wide"]
 
 
 #: Below this many records the generic path is as fast.
 MIN_BATCH = 8
 
 
-#: Bytes of records joined into one buffer at most (a batch of bigger records is
-#: extracted a window of records at a time; a single bigger record on its own).
-WINDOW_BYTES = 16 << 20
-
-
 #: Record lengths whose layouts the equal-layout path tries, most common first.
 _LAYOUTS = 4
-
-
-#: Joined buffers under this size are walked with int32 positions (else int64).
-_INT32_BYTES = 1 << 31
-
-
-#: Zero bytes after the records: lets varint reads run past a record's end safely.
-_PAD = 16
 
 
 _KIND_TAG = {"bytes_list": 0x0A, "float_list": 0x12, "int64_list": 0x1A}
@@ -230,17 +216,14 @@ def merge_columns(n: int, parts: list[tuple[np.ndarray, FastColumn]], dtype: DTy
     return FastColumn(present, counts, values)
 
 
-def _contiguous(records: Sequence[bytes], lengths: np.ndarray) -> tuple[Buffer, np.ndarray, int]:
-    """One buffer holding every record and :data:`_PAD` bytes after the last one:
-    (buffer, starts, index of a zero byte in it).
+class SequenceColumns(NamedTuple):
+    """What :func:`extract_sequences` found.
 
-    Spans of several blocks are copied into a reused work array: the walk copies
-    out everything it returns, and a window of big records then costs no fresh
-    pages.
+    ``context``: a column per context key; ``present`` means the record has the key
+    (as TensorFlow's SequenceExample parser counts it: an empty ``Feature`` too).
+    ``lists``: per feature-list key, (has the key, steps per record, a column over
+    every step of every record, record-major).
     """
-    if isinstance(records, RecordSpans):
-        return records.contiguous(_PAD)
-    starts = np.zeros(len(records), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    buf = b"".join([*records, bytes(_PAD)])
-    return buf, starts, len(buf) - 1
+
+    context: dict[str, FastColumn]
+    lists: dict[str, tuple[np.ndarray, np.ndarray, FastColumn]]

@@ -1,11 +1,11 @@
 """The entry walk of wide batches: columns by the records that have each key.
 
 A sparse schema (thousands of keys, each in a few records) makes the
-(record, key slot) table of :func:`~._walk._walk` mostly empty: records x keys
+(record, key slot) table of :func:`~._numpy_entries._walk` mostly empty: records x keys
 cells for a few entries each. This walk reads the entries as that one does
-(:mod:`._walk`'s steps, the same checks, the same records left to the generic
+(:mod:`._numpy_entries`'s steps, the same checks, the same records left to the generic
 path), then sorts the entries read by key slot and record instead of placing
-them in a table, and gives each key a :class:`~._extracted.SparseColumn`: its
+them in a table, and gives each key a :class:`~._output.SparseColumn`: its
 memory follows the entries present, not records x keys.
 """
 
@@ -15,11 +15,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._record import Buffer
-from ._extracted import _FEATURE_TAG_CODE, SparseColumn
-from ._keys import KeyTable
-from ._schema import DType
-from ._walk import (
+from ..._record import Buffer
+from .._schema import DType
+from ._numpy_entries import (
     _gather_kind,
     _key_value,
     _length_field,
@@ -28,6 +26,8 @@ from ._walk import (
     _walk_examples,
     _walk_features,
 )
+from ._numpy_keys import KeyTable
+from ._output import _FEATURE_TAG_CODE, SparseColumn
 
 __all__ = ["walk_sparse"]
 
@@ -41,8 +41,8 @@ def walk_sparse(
     needed: Mapping[str, DType],
     zero: int,
 ) -> tuple[np.ndarray, dict[str, SparseColumn]]:
-    """:func:`~._walk._walk` of records ``starts..ends``: (handled mask, one
-    :class:`~._extracted.SparseColumn` per key, over the handled records)."""
+    """:func:`~._numpy_entries._walk` of records ``starts..ends``: (handled mask, one
+    :class:`~._output.SparseColumn` per key, over the handled records)."""
     ok = np.ones(len(starts), dtype=bool)
     fs, fe = _walk_examples(data, starts, ends, ok)
     owner, es, ee = _walk_features(data, fs, fe, ok)

@@ -26,6 +26,8 @@ import numpy as np
 
 __all__ = ["FINAL", "SEED", "STEP", "hash_parts", "key_hash", "key_hashes"]
 
+#: A key table has at least this many buckets per key (linear probing stays short).
+LOAD = 4
 #: Multiplied by ``length + 1`` to start the hash.
 SEED: Final = 0x9E3779B97F4A7C15
 #: Multiplier of each window's step.

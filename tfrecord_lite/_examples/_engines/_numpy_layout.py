@@ -13,18 +13,23 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from .._errors import ParseError
-from .._record import RecordSpans
-from ._extracted import _KIND_DTYPE, _TAG_KIND, FastColumn, _GiveUp, _joined
-from ._schema import DType, string
-from ._vectors import _decode_packed_varints, _packed_varints_ok, _uniform_values, _uniform_width
-from ._wire import MAX_LENGTH_LEN, decode_varint
+from ..._errors import ParseError
+from ..._record import RecordSpans
+from .._schema import DType, string
+from .._wire import MAX_LENGTH_LEN, decode_varint
+from ._numpy_vectors import (
+    _decode_packed_varints,
+    _packed_varints_ok,
+    _uniform_values,
+    _uniform_width,
+)
+from ._output import _KIND_DTYPE, _TAG_KIND, FastColumn, _GiveUp, _joined
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """The length prefix at ``buf[pos:]`` (:func:`~._wire.decode_varint`) that ends
+    """The length prefix at ``buf[pos:]`` (:func:`~tfrecord_lite._examples._wire.decode_varint`) that ends
     by ``end``; :class:`_GiveUp` if it does not, or takes over
-    :data:`~._wire.MAX_LENGTH_LEN` bytes (protobuf refuses those)."""
+    :data:`~tfrecord_lite._examples._wire.MAX_LENGTH_LEN` bytes (protobuf refuses those)."""
     try:
         value, after = decode_varint(buf, pos)
     except ParseError:

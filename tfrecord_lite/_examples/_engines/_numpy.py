@@ -2,7 +2,7 @@
 
 Two extractors, both NumPy over the concatenated bytes of the records of a
 chunk, both exact: a record they cannot read with certainty is left to the
-generic protobuf path (:mod:`._parse`), so results and errors are always the
+generic protobuf path (:mod:`~tfrecord_lite._examples._parse`), so results and errors are always the
 generic path's. A batch of more than :data:`WINDOW_BYTES` (big records) is
 extracted a window of records at a time.
 
@@ -54,16 +54,28 @@ from typing import Optional
 
 import numpy as np
 
-from .._record import RecordSpans
-from ._extracted import (
+from .._schema import DType
+from ._buffers import (
     _INT32_BYTES,
+    WINDOW_BYTES,
+    _contiguous,
+    _settle_heap,
+    _take,
+    _window_cuts,
+    record_lengths,
+)
+from ._numpy_entries import _walk
+from ._numpy_keys import KeyTable, key_table
+from ._numpy_layout import _layout_group
+from ._numpy_sequences import _sequence_window
+from ._numpy_wide import walk_sparse
+from ._output import (
     _LAYOUTS,
     MIN_BATCH,
-    WINDOW_BYTES,
     AnyColumn,
     FastColumn,
+    SequenceColumns,
     SparseColumn,
-    _contiguous,
     _GiveUp,
     _joined,
     enabled,
@@ -72,48 +84,8 @@ from ._extracted import (
     merge_columns,
     wide,
 )
-from ._keys import KeyTable, key_table
-from ._layout import _layout_group
-from ._schema import DType
-from ._walk import _walk
-from ._walk_sequences import SequenceColumns, _sequence_window
-from ._walk_sparse import walk_sparse
 
-__all__ = ["extract", "extract_sequences"]
-
-#: The block :func:`_settle_heap` allocates and frees once per process (0: never).
-HEAP_SETTLE_BYTES = 8 << 20
-
-
-_heap_settled = False
-
-
-def _settle_heap() -> None:
-    """Allocate and free one :data:`HEAP_SETTLE_BYTES` block, once per process
-    (before the first extraction).
-
-    The entry walk makes dozens of NumPy temporaries of a few hundred KiB per
-    window, and big values become big ``bytes`` objects. glibc's malloc maps
-    blocks above its mmap threshold (128 KiB at start) afresh, and hands the top
-    of its heap back to the system once more than its trim threshold (also 128
-    KiB) is free there: in a process that had not yet freed a big block, every
-    window faulted its temporaries in anew (taxi-like records: about 15,000 page
-    faults a pass, 10-15% of the parse time on a 2-core VM). Freeing one mapped
-    block raises the two thresholds to its size and twice that (glibc's dynamic
-    threshold, where a process that has handled a big array already is), so the
-    memory is reused from the heap. The block is never touched: it costs one mmap
-    and one munmap. Other allocators are not affected. The compiled engine's grids
-    and joined records are such blocks too (taxi-like records, jit: 27,000 page
-    faults in 160 batches before, 350 after, and page faults of threads of one
-    process wait on each other), so it settles the heap as well.
-    """
-    global _heap_settled
-    if _heap_settled:
-        return
-    _heap_settled = True
-    if HEAP_SETTLE_BYTES > 0:
-        block = np.empty(HEAP_SETTLE_BYTES, dtype=np.uint8)
-        del block
+__all__ = ["WINDOW_BYTES", "extract", "extract_sequences"]
 
 
 def extract(
@@ -130,27 +102,26 @@ def extract(
     handled (the caller then runs the generic path on everything). ``table``: the
     compiled :class:`KeyTable` of ``needed`` (a parse plan keeps one), else built here;
     ``lengths``: the records' lengths, where the caller has them; ``sparse``: a wide
-    batch (:func:`~._extracted.wide`) may come back as
-    :class:`~._extracted.SparseColumn` s (:func:`_extract_sparse`).
+    batch (:func:`~._output.wide`) may come back as
+    :class:`~._output.SparseColumn` s (:func:`_extract_sparse`).
     """
     n = len(records)
     if n < MIN_BATCH or not enabled():
         return None
-    if not _heap_settled:
-        _settle_heap()
+    _settle_heap()
     if table is None:
         table = key_table(needed)
     if lengths is None:
-        lengths = _record_lengths(records)
+        lengths = record_lengths(records)
     if sparse and wide(n, len(needed), int(lengths.sum())):
         return _extract_sparse(records, lengths, needed, table)
     rows = grid_rows(len(needed))
-    if int(lengths.sum()) <= WINDOW_BYTES and n <= rows:
-        return _extract_window(records, lengths, needed, table)
     # Big records: walk the batch a window of records at a time, so the joined
     # buffer stays small (and is reused by the allocator, not faulted in afresh);
     # many keys: so the (record, key) grid stays small.
     cuts = _window_cuts(records, lengths)
+    if len(cuts) == 2 and n <= rows:
+        return _extract_window(records, lengths, needed, table)
     if n > rows:
         cuts = sorted({*cuts, *range(0, n, rows)})
     handled = np.zeros(n, dtype=bool)
@@ -170,7 +141,7 @@ def _extract_sparse(
 ) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
     """:func:`extract` of a wide batch, a window of records at a time: the entry walk
     only (a layout group's columns would be records x keys), one
-    :class:`~._extracted.SparseColumn` per key."""
+    :class:`~._output.SparseColumn` per key."""
     n = len(records)
     if not table.usable:
         return None
@@ -211,13 +182,12 @@ def extract_sequences(
     ctable, ltable = tables if tables is not None else (key_table(context), key_table(lists))
     if not (ctable.usable and ltable.usable):
         return None
-    lengths = _record_lengths(records)
-    if not _heap_settled:
-        _settle_heap()
-    if int(lengths.sum()) <= WINDOW_BYTES:
-        return _sequence_window(records, lengths, context, lists, ctable, ltable)
+    lengths = record_lengths(records)
+    _settle_heap()
     # Big records: a window of records at a time (as :func:`extract`).
     cuts = _window_cuts(records, lengths)
+    if len(cuts) == 2:
+        return _sequence_window(records, lengths, context, lists, ctable, ltable)
     parts = []
     for a, b in zip(cuts[:-1], cuts[1:]):
         part = _sequence_window(records[a:b], lengths[a:b], context, lists, ctable, ltable)
@@ -295,38 +265,3 @@ def _merge(
         name: merge_columns(m, [(pos_of[idx], cols[name]) for idx, cols in parts], dtype)
         for name, dtype in needed.items()
     }
-
-
-def _record_lengths(records: Sequence[bytes]) -> np.ndarray:
-    """The length of every record, as int64."""
-    if isinstance(records, RecordSpans):
-        return records.lengths()
-    return np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-
-
-def _window_cuts(records: Sequence[bytes], lengths: np.ndarray) -> list[int]:
-    """Where to cut a batch into windows of at most :data:`WINDOW_BYTES` of records
-    (a bigger record is a window of its own): ``[0, ..., len(records)]``.
-
-    Spans are cut only where one block read ends and the next begins, so a window
-    of one block is read where it is.
-    """
-    n = len(records)
-    ends = np.cumsum(lengths)
-    at = records.part_ends() if isinstance(records, RecordSpans) else None
-    cuts = [0]
-    while cuts[-1] < n:
-        base = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
-        cut = int(np.searchsorted(ends, base + WINDOW_BYTES, side="right"))
-        if at is not None:
-            snapped = int(at[np.searchsorted(at, cut, side="right") - 1])
-            # (A block bigger than a window is a window of its own.)
-            cut = snapped if snapped > cuts[-1] else int(at[np.searchsorted(at, cuts[-1], "right")])
-        cuts.append(min(n, max(cut, cuts[-1] + 1)))
-    return cuts
-
-
-def _take(records: Sequence[bytes], idx: np.ndarray) -> Sequence[bytes]:
-    if isinstance(records, RecordSpans):
-        return records.take(idx)
-    return [records[i] for i in idx.tolist()]

@@ -9,15 +9,13 @@ certainty goes to the generic path whole.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import numpy as np
 
-from ._extracted import _FEATURE_TAG_CODE, FastColumn, _contiguous
-from ._keys import KeyTable
-from ._schema import DType
-from ._vectors import _ranges
-from ._walk import (
+from .._schema import DType
+from ._buffers import _contiguous
+from ._numpy_entries import (
     _columns,
     _entries,
     _gather_kind,
@@ -30,21 +28,9 @@ from ._walk import (
     _walk_features,
     _walk_fields,
 )
-
-__all__ = ["SequenceColumns"]
-
-
-class SequenceColumns(NamedTuple):
-    """What :func:`extract_sequences` found.
-
-    ``context``: a column per context key; ``present`` means the record has the key
-    (as TensorFlow's SequenceExample parser counts it: an empty ``Feature`` too).
-    ``lists``: per feature-list key, (has the key, steps per record, a column over
-    every step of every record, record-major).
-    """
-
-    context: dict[str, FastColumn]
-    lists: dict[str, tuple[np.ndarray, np.ndarray, FastColumn]]
+from ._numpy_keys import KeyTable
+from ._numpy_vectors import _ranges
+from ._output import _FEATURE_TAG_CODE, FastColumn, SequenceColumns
 
 
 def _sequence_parts(

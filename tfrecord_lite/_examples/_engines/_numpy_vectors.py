@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._record import unaligned
+from ..._record import unaligned
 
 
 def _ranges(start: np.ndarray, length: np.ndarray) -> np.ndarray:

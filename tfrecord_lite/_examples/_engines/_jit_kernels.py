@@ -46,7 +46,7 @@ __all__ = ["fill_entries", "fill_values", "intern_bytes", "walk_entries", "walk_
 #: Flags of a (key, record): absent, values one by one, packed, an empty ``Feature()``
 #: (an Example counts it as absent, a SequenceExample's context as present).
 ABSENT, UNPACKED, PACKED, EMPTY = 0, 1, 2, 4
-#: The longest length prefix protobuf reads (:data:`~._wire.MAX_LENGTH_LEN`).
+#: The longest length prefix protobuf reads (:data:`~tfrecord_lite._examples._wire.MAX_LENGTH_LEN`).
 MAX_LENGTH_LEN = 5
 
 _SEED, _STEP, _FINAL = np.uint64(SEED), np.uint64(STEP), np.uint64(FINAL)

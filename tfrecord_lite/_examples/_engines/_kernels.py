@@ -44,8 +44,8 @@ import threading
 import warnings
 from typing import Any, Optional
 
-from .. import _settings
-from .._files import UnsafeDirectoryError, private_directory, why_unsafe
+from ... import _settings
+from ..._files import UnsafeDirectoryError, private_directory, why_unsafe
 
 __all__ = [
     "KERNEL_MODULES",
@@ -57,11 +57,28 @@ __all__ = [
     "warm",
 ]
 
-#: Every module of compiled kernels, by name within this package.
+#: Every module of compiled kernels, by the name :func:`load` takes (the module's own).
 KERNEL_MODULES = ("_jit_kernels", "_jit_sequences", "_jit_encode_kernels", "_jit_encode_crc")
 #: Every module whose code or constants the compiled kernels hold: the kernels and the
-#: modules they import from this package.
-KERNEL_SOURCES = (*KERNEL_MODULES, "_keyhash", "_jit_encode_kinds")
+#: modules they import from this package, by their names within ``_examples``.
+KERNEL_SOURCES = (
+    "_engines._jit_kernels",
+    "_engines._jit_sequences",
+    "_jit_encode_kernels",
+    "_jit_encode_crc",
+    "_engines._keyhash",
+    "_jit_encode_kinds",
+)
+#: The kernel modules' full names (a module whose import failed half-way is dropped
+#: from ``sys.modules`` before the next try).
+KERNEL_IMPORTS = (
+    "tfrecord_lite._examples._engines._jit_kernels",
+    "tfrecord_lite._examples._engines._jit_sequences",
+    "tfrecord_lite._examples._jit_encode_kernels",
+    "tfrecord_lite._examples._jit_encode_crc",
+)
+#: The ``_examples`` folder, where :data:`KERNEL_SOURCES` are found.
+_EXAMPLES_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
 _modules: dict[str, Any] = {}
 _broken: Optional[str] = None
@@ -120,11 +137,10 @@ def kernels_hash() -> str:
     """A hash of the source of every module the compiled kernels are made of
     (:data:`KERNEL_SOURCES`), together: a change to any of them changes it."""
     digest = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(__file__))
     for name in KERNEL_SOURCES:
         digest.update(name.encode("ascii") + b"\0")
         try:
-            with open(os.path.join(here, f"{name}.py"), "rb") as f:
+            with open(os.path.join(_EXAMPLES_DIR, *name.split(".")) + ".py", "rb") as f:
                 source = f.read()
         except OSError:  # (no source: numba cannot cache the kernels anyway)
             source = b""
@@ -235,9 +251,9 @@ def _import_kernels(name: str, where: str) -> Any:
 
     config: Any = numba.config
     before = config.CACHE_DIR
-    for stale in KERNEL_MODULES:
-        if stale not in _modules:  # a module whose import failed half-way
-            sys.modules.pop(f"{__package__}.{stale}", None)
+    for stale in KERNEL_IMPORTS:
+        if stale.rpartition(".")[2] not in _modules:  # its import failed half-way
+            sys.modules.pop(stale, None)
     config.CACHE_DIR = where
     try:
         if name == "_jit_kernels":
@@ -249,11 +265,11 @@ def _import_kernels(name: str, where: str) -> Any:
 
             return _jit_sequences
         if name == "_jit_encode_kernels":
-            from . import _jit_encode_kernels
+            from .. import _jit_encode_kernels
 
             return _jit_encode_kernels
         if name == "_jit_encode_crc":
-            from . import _jit_encode_crc
+            from .. import _jit_encode_crc
 
             return _jit_encode_crc
         raise ValueError(f"no kernel module {name!r}; expected one of {KERNEL_MODULES}")
@@ -264,7 +280,7 @@ def _import_kernels(name: str, where: str) -> Any:
 def load(name: str = "_jit_kernels") -> Any:
     """A module of compiled kernels (compiled now, or read from the cache):
     ``_jit_kernels`` (Examples) or ``_jit_sequences`` (SequenceExamples, loaded
-    only when those are parsed), or the writer's (:mod:`._jit_encode`).
+    only when those are parsed), or the writer's (:mod:`~tfrecord_lite._examples._jit_encode`).
 
     A cache that cannot be read (damaged, or written by another numba) is removed
     and the kernels are compiled into it afresh, so later processes load them again;
@@ -319,7 +335,7 @@ def _start_compile(names: tuple[str, ...], where: str) -> Optional[Any]:
     if not sys.executable:
         return None
     env = dict(os.environ)
-    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    top = os.path.dirname(os.path.dirname(_EXAMPLES_DIR))  # (the folder tfrecord_lite is in)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
     # The child compiles into this very folder (already checked private here).
     code = (

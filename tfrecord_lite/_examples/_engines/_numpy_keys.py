@@ -14,11 +14,12 @@ from typing import Optional
 
 import numpy as np
 
-from .._record import unaligned
-from ._extracted import _CODE_OF_DTYPE, _PAD
-from ._keyhash import hash_parts, key_hashes
-from ._schema import DType
-from ._vectors import _MASK
+from ..._record import unaligned
+from .._schema import DType
+from ._buffers import _PAD
+from ._keyhash import LOAD, hash_parts, key_hashes
+from ._numpy_vectors import _MASK
+from ._output import _CODE_OF_DTYPE
 
 __all__ = ["KeyTable", "key_table"]
 
@@ -51,8 +52,6 @@ def _first_last(
     return w0, wl
 
 
-#: The table has at least this many buckets per key (linear probing stays short).
-LOAD = 4
 #: Up to this many keys, every bucket function (shift) is tried; above, every 8th.
 SHIFT_SEARCH_KEYS = 2048
 

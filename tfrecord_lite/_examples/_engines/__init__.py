@@ -1,0 +1,96 @@
+"""The parse engines: what turns a chunk of serialized records into columns.
+
+The contract, for every engine
+------------------------------
+**Takes** a chunk of records (a list of ``bytes``, or a
+:class:`~tfrecord_lite._record.RecordSpans` left where the blocks were read), their
+lengths where the caller has them, and the compiled plan's state for that engine:
+the keys read and their dtypes, as the engine looks them up (the NumPy engine's
+:class:`KeyTable`, the compiled engine's :class:`JitTable`). The records are joined
+into one buffer of at most :data:`WINDOW_BYTES` (a bigger batch is cut into windows
+of records, a bigger record is a window of its own), with zero bytes after the last
+record so varint reads may run past a record's end (:mod:`._buffers`).
+
+**Gives** ``(handled, columns)``: ``handled`` a bool mask over the records, and per
+key read one column over the handled records, in record order: a
+:class:`FastColumn` (``present``, ``counts``, the values of every record
+concatenated: int64, float32, or an object array of ``bytes``), or, for a wide batch
+(:func:`wide`: thousands of keys, each in a few records) where the caller takes it, a
+:class:`SparseColumn` (only the records that have the key). SequenceExamples give
+:class:`SequenceColumns` (context columns, and per feature-list key the steps and a
+column over every step), or nothing.
+
+**Leaves to the protobuf reference** (:mod:`._reference`) every record it cannot
+read with certainty, so values, shapes and errors are always the reference's:
+concatenated (merged) Examples, a key given twice, unknown fields, a ``Feature``
+with two kinds set, several packed chunks in one list, keys that are not ASCII,
+kinds that do not match the spec (the reference words the error), anything
+malformed. A SequenceExample batch with any such record goes to the reference whole.
+
+The engines
+-----------
+* ``numpy`` (:mod:`._numpy`, always there): records of one layout cut into whole
+  columns from a 2-D array (:mod:`._numpy_layout`), the rest walked entry by entry,
+  all records at once (:mod:`._numpy_entries`, wide batches :mod:`._numpy_wide`,
+  SequenceExamples :mod:`._numpy_sequences`), keys found through a :class:`KeyTable`
+  (:mod:`._numpy_keys`).
+* ``jit`` (:mod:`._jit`, with numba): compiled kernels walk each record once
+  (:mod:`._jit_kernels`, :mod:`._jit_sequences`), loaded or compiled in the
+  background (:mod:`._kernels`).
+
+:func:`choose` picks the engine for a batch (one rule for Examples,
+SequenceExamples and the compiled writers). The wire facts both engines read (the
+kind numbering, the tags, :mod:`._keyhash`'s key hash) are written once.
+"""
+
+from __future__ import annotations
+
+from ._buffers import WINDOW_BYTES, record_lengths
+from ._choose import EXAMPLE_KERNELS, SEQUENCE_KERNELS, choose
+from ._jit import JitTable, jit_extract, jit_extract_sequences, jit_table
+from ._kernels import jit_available
+from ._kernels import load as load_kernels
+from ._numpy import extract, extract_sequences
+from ._numpy_keys import KeyTable, key_table
+from ._output import (
+    MIN_BATCH,
+    AnyColumn,
+    FastColumn,
+    SequenceColumns,
+    SparseColumn,
+    dense,
+    enabled,
+    grid_rows,
+    merge_columns,
+    merge_sparse,
+    wide,
+)
+
+__all__ = [
+    "EXAMPLE_KERNELS",
+    "MIN_BATCH",
+    "SEQUENCE_KERNELS",
+    "WINDOW_BYTES",
+    "AnyColumn",
+    "FastColumn",
+    "JitTable",
+    "KeyTable",
+    "SequenceColumns",
+    "SparseColumn",
+    "choose",
+    "dense",
+    "enabled",
+    "extract",
+    "extract_sequences",
+    "grid_rows",
+    "jit_available",
+    "jit_extract",
+    "jit_extract_sequences",
+    "jit_table",
+    "key_table",
+    "load_kernels",
+    "merge_columns",
+    "merge_sparse",
+    "record_lengths",
+    "wide",
+]
