@@ -138,6 +138,42 @@ def test_read_table_of_a_file_object_and_inferred_specs(data: tuple[Path, list[b
     assert tfa.read_table(path).equals(reference(recs, specs, 8192))
 
 
+def test_a_file_object_read_with_its_schema_inferred_is_read_whole(
+    data: tuple[Path, list[bytes]],
+) -> None:
+    path, _ = data
+    expected = tfa.read_table(path)
+    assert expected.num_rows == 700
+    # The records sampled for the schema are read again (they were gone: 0 rows).
+    f = io.BytesIO(path.read_bytes())
+    assert tfa.read_table(f).equals(expected)
+    f.seek(0)
+    assert pa.concat_tables(list(tfa.iter_tables(f))).equals(expected)
+    f.seek(0)
+    assert tfa.record_batch_reader(f).read_all().equals(expected)
+
+
+class _Pipe(io.RawIOBase):
+    """A file object that cannot seek (a pipe, a socket)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        return self._data.readinto(b)
+
+
+def test_a_file_object_that_cannot_seek_needs_its_specs(data: tuple[Path, list[bytes]]) -> None:
+    path, _ = data
+    with pytest.raises(ValueError, match=r"cannot seek.*pass features="):
+        tfa.read_table(_Pipe(path.read_bytes()))
+    table = tfa.read_table(_Pipe(path.read_bytes()), FEATURES)
+    assert table.equals(tfa.read_table(path, FEATURES))
+
+
 def test_sparse_and_partitioned_features_are_parse_examples_values() -> None:
     recs = records(50)
     features = {

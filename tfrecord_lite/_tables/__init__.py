@@ -22,7 +22,7 @@ from ._pieces import (
     split_file,
     split_files,
 )
-from ._plan import DEFAULT_BATCH_SIZE, ReadPlan, batches
+from ._plan import DEFAULT_BATCH_SIZE, ReadPlan
 from ._read_options import READ_OPTION_NAMES, ReadOptions
 from ._shards import FAILED_SWEEP_EVERY, FAILED_SWEEP_FOR, FAILED_SWEEPS_QUIET, ShardJob
 from ._spec_json import spec_from_json, spec_to_json, specs_from_json, specs_to_json
@@ -44,7 +44,6 @@ __all__ = [
     "ReadOptions",
     "ReadPlan",
     "ShardJob",
-    "batches",
     "check_read_options",
     "expand",
     "feature_lists_of",

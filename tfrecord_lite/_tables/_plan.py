@@ -4,7 +4,7 @@ once, and the Arrow schema every batch of records is converted to.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from .._examples import (
@@ -21,6 +21,7 @@ from .._examples import (
     parse_sequence_stream,
     validate_features,
 )
+from .._files import is_file_object
 from ._from_columns import columns_table
 from ._to_arrow import table_of
 
@@ -29,6 +30,33 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Records parsed (and converted) per batch by the table readers.
 DEFAULT_BATCH_SIZE = 8192
+
+
+def _inferred(source: Any, sample: Optional[int], compression: Any) -> Any:
+    """``infer_schema`` of ``source``, leaving its file objects where they were (the
+    records sampled are read again by the read that follows)."""
+    items = source if isinstance(source, (list, tuple)) else [source]
+    files = [f for f in items if is_file_object(f)]
+    at = []
+    for f in files:
+        try:
+            seekable = f.seekable()
+        except (AttributeError, ValueError, OSError):
+            seekable = False
+        if not seekable:
+            name = getattr(f, "name", None)
+            what = f"the file object {name!r}" if isinstance(name, str) else "a file object"
+            raise ValueError(
+                f"cannot infer the schema of {what}: it cannot seek, so the records "
+                "sampled would be gone from the read that follows; pass features= (and "
+                "sequence_features= for SequenceExamples)"
+            )
+        at.append(f.tell())
+    try:
+        return infer_schema(source, sample, compression=compression)
+    finally:
+        for f, pos in zip(files, at):
+            f.seek(pos)
 
 
 class ReadPlan:
@@ -46,7 +74,7 @@ class ReadPlan:
         if features is None and sequence_features is None:
             if sample_source is None:
                 raise ValueError("features=None needs files to infer the schema from")
-            schema = infer_schema(sample_source, sample, compression=compression)
+            schema = _inferred(sample_source, sample, compression)
             if not dict(schema) and not schema.is_sequence:
                 raise ValueError(
                     "could not infer a schema: the sampled records hold no features; "
@@ -100,14 +128,3 @@ class ReadPlan:
             return table_of(ctx, seq, self.features, self.sequence_features, lengths)
         # Straight from the parsed columns: no TensorFlow-shaped value on the way.
         return columns_table(parse_example_columns(records, plan), self.features, self._rows_of)
-
-
-def batches(records: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
-    batch: list[bytes] = []
-    for r in records:
-        batch.append(r)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

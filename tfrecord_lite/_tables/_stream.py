@@ -1,6 +1,8 @@
-"""Streaming reads for query engines: a read plan narrowed to the columns asked for, and
-its records converted batch by batch (at most one batch in memory), stopping once a
-row limit is reached. ``arrow.record_batch_reader`` and ``polars.scan_tfrecord`` use it.
+"""Streaming reads, the one way every table is read: a read plan narrowed to the columns
+asked for, and its records converted batch by batch (at most one batch in memory, the
+records parsed where they lie in the blocks read), stopping once a row limit is reached.
+``arrow.read_table`` / ``iter_tables`` / ``record_batch_reader``, ``polars.scan_tfrecord``
+and the engines' read tasks (:class:`~._pieces.PieceReader`) use it.
 """
 
 from __future__ import annotations
