@@ -19,7 +19,7 @@ import pytest
 import tfrecord_lite as tfr
 from tfrecord_lite import _settings
 from tfrecord_lite._examples import _parse, _threads
-from tfrecord_lite._examples._engines import _choose
+from tfrecord_lite._examples._engines import _choose, _dispatch
 from tfrecord_lite._examples._engines import _numpy as _extract
 from tfrecord_lite._examples._engines import _output as _extracted
 
@@ -62,7 +62,7 @@ def test_fastpath_is_read_at_each_parse(monkeypatch: pytest.MonkeyPatch) -> None
         return real(*args, **kwargs)
 
     expect = tfr.parse_example(records, SPEC)
-    monkeypatch.setattr(_parse, "extract", spy)
+    monkeypatch.setattr(_dispatch, "extract", spy)
     with tfr.options(fastpath=False, engine="numpy"):
         assert not _extracted.enabled()
         off = tfr.parse_example(records, SPEC)

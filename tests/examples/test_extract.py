@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _parse as _parse_module
 from tfrecord_lite._examples._engines import _choose, _kernels
+from tfrecord_lite._examples._engines import _dispatch as _parse_module
 from tfrecord_lite._examples._engines import _numpy as _fastparse
 from tfrecord_lite._examples._engines import _numpy_layout as _layout
 from tfrecord_lite._examples._engines import _output as _extracted

@@ -22,8 +22,7 @@ from test_parse_engine import (
 )
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _sequence
-from tfrecord_lite._examples._engines import _jit
+from tfrecord_lite._examples._engines import _dispatch, _jit
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="numba is not installed (the jit extra)"
@@ -45,7 +44,7 @@ def _watch(monkeypatch: Any) -> list[Any]:
         seen.append(real(*args))
         return seen[-1]
 
-    monkeypatch.setattr(_sequence, "jit_extract_sequences", spy)
+    monkeypatch.setattr(_dispatch, "jit_extract_sequences", spy)
     return seen
 
 

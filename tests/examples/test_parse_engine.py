@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _parse, _sequence, _stream
+from tfrecord_lite._examples._engines import _buffers, _dispatch
 from tfrecord_lite._examples._engines import _numpy as _fastparse
 from tfrecord_lite._examples._engines import _numpy_keys as _keys
 from tfrecord_lite._examples._engines import _numpy_vectors as _vectors
@@ -307,7 +308,7 @@ def test_a_batch_read_window_by_window_equals_the_generic_path(
     seed: int, window: int, monkeypatch: Any
 ) -> None:
     # Batches bigger than WINDOW_BYTES are extracted a window of records at a time.
-    monkeypatch.setattr(_fastparse, "WINDOW_BYTES", window)
+    monkeypatch.setattr(_buffers, "WINDOW_BYTES", window)
     rng = random.Random(seed)
     keys = dict(rng.sample(sorted(KEYS.items()), rng.randint(1, len(KEYS))))
     records = _records(rng, 60, keys, messy=rng.random() < 0.5)
@@ -319,7 +320,7 @@ def test_a_batch_read_window_by_window_equals_the_generic_path(
 def test_big_records_in_a_batch_of_1024_equal_the_generic_path(monkeypatch: Any) -> None:
     # ImageNet-like: a large JPEG-sized bytes value per record, over several windows;
     # records of two layouts (key orders), and one the generic path must read.
-    monkeypatch.setattr(_fastparse, "WINDOW_BYTES", 4 << 20)
+    monkeypatch.setattr(_buffers, "WINDOW_BYTES", 4 << 20)
     rng = random.Random(5)
     records = []
     for i in range(1024):
@@ -334,14 +335,14 @@ def test_big_records_in_a_batch_of_1024_equal_the_generic_path(monkeypatch: Any)
             entries.reverse()
         records.append(ld(1, b"".join(entries)))
     records[700] += ld(1, _entry(b"image/class/label", "int", [1], "packed"))  # merged
-    assert sum(map(len, records)) > _fastparse.WINDOW_BYTES
+    assert sum(map(len, records)) > _buffers.WINDOW_BYTES
     specs = {
         "image/encoded": tfr.FixedLenFeature([], tfr.string),
         "image/format": tfr.FixedLenFeature([], tfr.string),
         "image/class/label": tfr.FixedLenFeature([], tfr.int64),
     }
     plan = _parse.compile_features(specs)
-    handled, _ = _fastparse.extract(records, plan.needed, plan.table)  # type: ignore[misc]
+    handled, _ = _fastparse.extract(records, plan.needed, plan.engines["numpy"][0])  # type: ignore[misc]
     assert handled.sum() == 1023 and not handled[700]
     fast, slow = _both(monkeypatch, lambda: tfr.parse_example(records, specs))
     _same(fast, slow)
@@ -831,7 +832,7 @@ def _watch_sequences(monkeypatch: Any) -> list[Any]:
         seen.append(real(*args, **kwargs))
         return seen[-1]
 
-    monkeypatch.setattr(_sequence, "extract_sequences", spy)
+    monkeypatch.setattr(_dispatch, "extract_sequences", spy)
     return seen
 
 
@@ -841,7 +842,7 @@ def test_sequence_examples_read_fast_equal_the_generic_path(
     seed: int, window: int | None, monkeypatch: Any
 ) -> None:
     if window is not None:  # a window of records at a time, as for big records
-        monkeypatch.setattr(_fastparse, "WINDOW_BYTES", window)
+        monkeypatch.setattr(_buffers, "WINDOW_BYTES", window)
     rng = random.Random(seed)
     widths: dict[str, int | None] = {"sensor": 2, "frame": None, "tokens": None, "other": None}
     records = [_sequence_record(rng, widths) for _ in range(rng.choice([8, 40, 300]))]

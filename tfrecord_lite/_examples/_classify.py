@@ -73,6 +73,7 @@ from typing import Any, Final, Optional
 
 import numpy as np
 
+from ._feature_kinds import KIND_BYTES, KIND_EMPTY, KIND_FEATURE, KIND_FLOAT, KIND_INT64
 from ._wire import (
     SMALL_VARINT_LIMIT,
     SMALL_VARINTS,
@@ -106,12 +107,9 @@ __all__ = [
 ]
 
 
-# Kinds of a converted value, and what its payload is.
-KIND_EMPTY: Final = 0  # Feature() with no kind; payload None
-KIND_BYTES: Final = 1  # payload: list[bytes]
-KIND_FLOAT: Final = 2  # payload: packed little-endian float32 bytes
-KIND_INT64: Final = 3  # payload: packed varint bytes
-KIND_FEATURE: Final = 4  # payload: a serialized Feature, copied as is
+# Kinds of a converted value (:mod:`._feature_kinds`), and what its payload is:
+# KIND_EMPTY None; KIND_BYTES list[bytes]; KIND_FLOAT packed little-endian float32
+# bytes; KIND_INT64 packed varint bytes; KIND_FEATURE a serialized Feature, copied as is.
 
 #: Each kind's name, for error messages.
 KIND_NAMES: Final = {

@@ -3,7 +3,7 @@
 :func:`~._encode_columns.encode_columns` and ``write_examples`` check and convert
 their columns as ever (:class:`~._encode_columns._Column`: every error and every
 value's conversion stays theirs); where the engine for the batch is ``jit``
-(:func:`._jit.engine`: numba installed and a chunk of ``JIT_MIN_RECORDS`` or more,
+(:func:`~._engines.choose`: numba installed and a chunk of ``JIT_MIN_RECORDS`` or more,
 or ``TFRECORD_LITE_ENGINE=jit``), the records are then built here, in one
 preallocated ``uint8`` buffer, by the kernels of :mod:`._jit_encode_kernels`: one
 pass for the sizes, one that writes every record (varints, keys, headers, data)
@@ -12,7 +12,7 @@ in order, and, for a file, one that writes the two masked CRC-32C of each record
 installed CRC backend, record by record). The bytes are those of the NumPy path
 and of protobuf's serializer (map entries in the order of the columns).
 
-Nothing is compiled at import: the kernels are loaded by :func:`._jit._load`
+Nothing is compiled at import: the kernels are loaded by :func:`~._engines.load_kernels`
 (numba's on-disk cache, the same fallbacks as the parse kernels) the first time a
 chunk needs them; where they cannot be loaded, the NumPy path writes the chunk.
 """
@@ -35,9 +35,15 @@ from .._record import (
     record_header,
 )
 from ._engines import load_kernels as _load
-from ._jit_encode_kinds import BYTES, FEATURE, FLOATS, INTS
+from ._feature_kinds import KIND_BYTES, KIND_FEATURE, KIND_FLOAT, KIND_INT64
 
 __all__ = ["BYTES", "ENCODE_KERNELS", "FEATURE", "FLOATS", "INTS", "jit_framed", "jit_records"]
+
+#: Column kinds, by the header in front of each record's data (the numbering of
+#: :mod:`._feature_kinds`): packed varints of an integer array; a FloatList of bytes
+#: (float32 rows); a BytesList of one value; none (the data is a whole serialized
+#: Feature).
+INTS, FLOATS, BYTES, FEATURE = KIND_INT64, KIND_FLOAT, KIND_BYTES, KIND_FEATURE
 
 
 class EncodeColumn(Protocol):

@@ -8,7 +8,7 @@ the data), reading each record once, 8 bytes per ``crc32`` instruction. Data of
 after them: :func:`shift_tables`), as the instruction takes a new word every
 cycle but gives its result only three cycles later. The instruction is reached through LLVM's ``llvm.x86.sse42.crc32`` intrinsics, so this
 module compiles only for an x86-64 CPU with SSE4.2: :mod:`._jit_encode` imports it
-(through :func:`._jit._load`) only where numba compiles for such a CPU, and
+(through :func:`~._engines.load_kernels`) only where numba compiles for such a CPU, and
 elsewhere masks the CRCs of the installed backend (:func:`tfrecord_lite.crc32c`)
 itself. The masking is TensorFlow's (:func:`tfrecord_lite._record.mask`).
 """

@@ -2,12 +2,12 @@
 
 Plain Python functions over NumPy arrays, compiled by numba when this module is
 imported (explicit signatures, ``nogil=True``, ``cache=True``, no reference
-counting): only :mod:`._jit_encode` imports it, through :func:`._jit._load`, the
+counting): only :mod:`._jit_encode` imports it, through :func:`~._engines.load_kernels`, the
 first time a large enough chunk is written with the ``jit`` engine, never
 ``import tfrecord_lite``.
 
 Columns are described the way :mod:`._encode_columns` sees them, one ``kind`` per
-column (the header in front of its data: :data:`._jit_encode_kinds.INTS` ...). Integer columns
+column (the header in front of its data: :data:`._jit_encode.INTS` ...). Integer columns
 are the ``ints`` array's columns ``ioff[c]:ioff[c] + icnt[c]`` (the varints are
 written here); every other column is a run of bytes per record, ``offs[i, c]`` to
 ``offs[i + 1, c]`` in a buffer at the address ``addr[c]`` (the column's own array
@@ -38,7 +38,9 @@ import numpy as np
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit_encode_kinds import BYTES, FEATURE, FLOATS, INTS
+from ._feature_kinds import KIND_BYTES as BYTES
+from ._feature_kinds import KIND_FEATURE as FEATURE
+from ._feature_kinds import KIND_INT64 as INTS
 
 __all__ = ["OUT_SLACK", "PREFIX_SLACK", "fill_records", "record_sizes"]
 
@@ -197,7 +199,7 @@ def _put_prefix(
     out[p] = 0x12
     p = _put(out, p + 1, np.uint64(f))
     if kind != FEATURE:
-        out[p] = 0x1A if kind == INTS else 0x12 if kind == FLOATS else 0x0A
+        out[p] = (kind << 3) | 2  # (the list's tag: its field number is the kind)
         if size == 0 and kind != BYTES:
             out[p + 1] = 0
             p += 2

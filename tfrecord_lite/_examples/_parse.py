@@ -14,12 +14,12 @@ Parsing is batch-first. It runs in two steps: *extract* turns the records into
 one column per feature key (the flat values of every record, their per-record
 counts, and which records have the feature at all), then *assemble* builds each
 spec's output from its columns with whole-array NumPy operations. Only the
-extract step looks at records one by one, and it can be replaced by a faster
-extractor without changing the results (:func:`~._extract.extract` does, for every record it
-can read with certainty; the rest go through protobuf here).
+extract step looks at records one by one: a parse engine (:mod:`._engines`)
+extracts every record it can read with certainty, and the rest go through the
+protobuf reference, with the same results.
 
 A feature spec is compiled once into a :class:`ParsePlan` (validated
-specs, the record keys read, the extractor's key table); every reader takes one.
+specs, the record keys read, each engine's key tables); every reader takes one.
 This module holds the extract step and the Example entry points; the assemble
 step is :mod:`._assemble`, chunked streams of batches :mod:`._stream`, and
 SequenceExamples :mod:`._sequence`.
@@ -59,30 +59,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from .. import example_pb2
 from .._errors import ParseError
 from .._record import RecordSpans
 from ._assemble import Column, ParsedValue, _unbatch, assemble
 from ._engines import (
-    MIN_BATCH,
     AnyColumn,
-    JitTable,
-    KeyTable,
+    EngineState,
     SparseColumn,
-    choose,
+    decode_records,
     dense,
     enabled,
-    extract,
-    jit_extract,
-    jit_table,
-    key_table,
+    extract_examples,
     merge_columns,
     merge_sparse,
-    record_lengths,
+    reference_columns,
 )
-from ._floats import float_values
 from ._hints import missing_hint, record_keys, with_hint
 from ._schema import (
     DType,
@@ -92,14 +85,11 @@ from ._schema import (
     RaggedFeature,
     SparseFeature,
     UniformRowLength,
-    dtype_of_kind,
-    float32,
     int64,
-    string,
     validate_features,
 )
 from ._single import cached_plan, parse_one
-from ._where import _preview, _Where
+from ._where import _Where
 
 __all__ = ["ParsePlan", "compile_features", "parse_example", "parse_single_example"]
 
@@ -145,8 +135,8 @@ class ParsePlan(Mapping[str, FeatureSpec]):
     A read-only mapping of the validated specs (so it can be passed wherever a
     feature dict is expected), plus what parsing derives from them: every record
     key read and its dtype (``needed``), the keys read only by VarLen / Sparse /
-    Ragged specs (``sparse_keys``, for TensorFlow's error wording) and the key
-    table of the vectorized extractor (built on first use). Build one with
+    Ragged specs (``sparse_keys``, for TensorFlow's error wording) and each parse
+    engine's key tables (``engines``, built on first use). Build one with
     :func:`compile_features`; ``parse_example``, the dataset ops, ``read_examples``
     and the PyTorch datasets all take one and skip validating the spec again.
 
@@ -174,22 +164,8 @@ class ParsePlan(Mapping[str, FeatureSpec]):
                 self.unsupported = (
                     "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
                 )
-        self._table: Optional[KeyTable] = None
-        self._jit_table: Optional[JitTable] = None
-
-    @property
-    def table(self) -> KeyTable:
-        """The key table of the vectorized extractor (compiled on first use)."""
-        if self._table is None:
-            self._table = key_table(self.needed)
-        return self._table
-
-    @property
-    def jit_table(self) -> JitTable:
-        """The key table of the compiled extractor (built on first use)."""
-        if self._jit_table is None:
-            self._jit_table = jit_table(self.needed)
-        return self._jit_table
+        #: Each parse engine's state of this plan (its key tables), by engine name.
+        self.engines = EngineState(self.needed)
 
     def parse(
         self, serialized: Sequence[Serialized], example_names: Optional[Sequence[Any]] = None
@@ -259,83 +235,6 @@ def _names(example_names: Optional[Sequence[Any]], n: int) -> Optional[list[str]
     return names or None
 
 
-def _decode(
-    records: Sequence[bytes], where: _Where, message: Any, indices: Optional[Sequence[int]] = None
-) -> list[Any]:
-    """Parse each record with protobuf; ``indices`` are the records' batch positions."""
-    out = []
-    parse = message.FromString
-    for i, rec in zip(range(len(records)) if indices is None else indices, records):
-        try:
-            out.append(parse(rec))
-        except (DecodeError, RuntimeError, ValueError) as err:
-            if message is example_pb2.Example:
-                text = f"Could not parse example input, value: '{_preview(rec)}' ({err})"
-            else:
-                text = (
-                    f"Invalid protocol message input, example id: {where.name(i)}: could not "
-                    f"parse sequence example input, value: '{_preview(rec)}' ({err})"
-                )
-            raise ParseError(text, index=i) from None
-    return out
-
-
-def _feature_values(
-    feature: Any, key: str, dtype: DType, i: int, where: _Where
-) -> Optional[list[Any]]:
-    """The values of one ``Feature`` if it has the right kind; ``None`` if it has none."""
-    kind = feature.WhichOneof("kind")
-    if kind is None:
-        return None
-    if kind != dtype.kind:
-        raise where.type_error(i, key, dtype_of_kind(kind), dtype)
-    return list(getattr(feature, kind).value)
-
-
-def _column(
-    feature_maps: list[Any],
-    key: str,
-    dtype: DType,
-    where: _Where,
-    indices: Optional[Sequence[int]] = None,
-) -> Column:
-    n = len(feature_maps)
-    present = np.zeros(n, dtype=bool)
-    counts = np.zeros(n, dtype=np.int64)
-    chunks: list[list[Any]] = []
-    for j, fmap in enumerate(feature_maps):
-        feature = fmap.get(key)
-        if feature is None:
-            continue
-        vals = _feature_values(feature, key, dtype, j if indices is None else indices[j], where)
-        if vals is None:
-            continue
-        present[j] = True
-        counts[j] = len(vals)
-        chunks.append(vals)
-    flat = [v for chunk in chunks for v in chunk]
-    if dtype is string:
-        values = np.empty(len(flat), dtype=object)
-        values[:] = flat
-    else:
-        values = np.array(flat, dtype=dtype.np_dtype)
-        if dtype is float32 and np.isnan(values).any():
-            # NaNs: their bits as the record holds them (signalling ones included)
-            lists = [fmap[key].float_list for fmap, has in zip(feature_maps, present) if has]
-            values = np.concatenate([float_values(f) for f in lists])
-    return Column(present, counts, values)
-
-
-def extract_columns(
-    feature_maps: list[Any],
-    needed: Mapping[str, DType],
-    where: _Where,
-    indices: Optional[Sequence[int]] = None,
-) -> dict[str, Column]:
-    """The generic extractor: one :class:`Column` per key, from parsed protobuf maps."""
-    return {key: _column(feature_maps, key, dtype, where, indices) for key, dtype in needed.items()}
-
-
 def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[str, Column]:
     """Columns for every needed key, one entry per record (:func:`_columns_of`)."""
     return {key: dense(col) for key, col in _columns_of(records, plan, where).items()}
@@ -344,29 +243,26 @@ def _extract(records: Sequence[bytes], plan: ParsePlan, where: _Where) -> dict[s
 def _columns_of(
     records: Sequence[bytes], plan: ParsePlan, where: _Where, sparse: bool = False
 ) -> Mapping[str, AnyColumn]:
-    """Columns for every needed key: the compiled or the vectorized path where it
-    applies (:func:`~._jit.engine_for`), else protobuf. ``sparse``: a wide batch
-    (:func:`~._extracted.wide`) may give :class:`~._extracted.SparseColumn` s."""
+    """Columns for every needed key: the engine chosen for the batch where it reads
+    the records (:func:`~._engines.extract_examples`), else the protobuf reference.
+    ``sparse``: a wide batch (:func:`~._engines.wide`) may give
+    :class:`~._engines.SparseColumn` s."""
     n = len(records)
     needed = plan.needed
-    fast = None
-    if needed and n and enabled():
-        lengths = record_lengths(records) if n >= MIN_BATCH else None
-        if choose(n, records=records, lengths=lengths) == "jit":
-            fast = jit_extract(records, plan.jit_table, lengths, sparse)
-        if fast is None and n >= MIN_BATCH:
-            fast = extract(records, needed, table=plan.table, lengths=lengths, sparse=sparse)
+    fast = extract_examples(records, needed, plan.engines, sparse)
     if fast is None:
-        maps = [ex.features.feature for ex in _decode(records, where, example_pb2.Example)]
-        return extract_columns(maps, needed, where)
+        maps = [ex.features.feature for ex in decode_records(records, where, example_pb2.Example)]
+        return reference_columns(maps, needed, where)
     handled, fast_cols = fast
     if handled.all():
         return fast_cols
     rest = np.flatnonzero(~handled)
     rest_list = rest.tolist()
-    examples = _decode([records[i] for i in rest_list], where, example_pb2.Example, rest_list)
+    examples = decode_records(
+        [records[i] for i in rest_list], where, example_pb2.Example, rest_list
+    )
     maps = [ex.features.feature for ex in examples]
-    slow_cols = extract_columns(maps, needed, where, rest_list)
+    slow_cols = reference_columns(maps, needed, where, rest_list)
     done = np.flatnonzero(handled)
     merged: dict[str, AnyColumn] = {}
     for key in needed:

@@ -28,25 +28,18 @@ from ._assemble import (
     padding_value,
 )
 from ._engines import (
-    SEQUENCE_KERNELS,
-    JitTable,
-    KeyTable,
-    choose,
-    enabled,
-    extract_sequences,
-    jit_extract_sequences,
-    jit_table,
-    key_table,
+    EngineState,
+    decode_records,
+    extract_sequence_columns,
+    reference_column,
+    reference_columns,
 )
 from ._parse import (
     Serialized,
     _as_records,
-    _column,
-    _decode,
     _keys_needed,
     _names,
     _sparse_keys,
-    extract_columns,
 )
 from ._schema import (
     DType,
@@ -97,7 +90,7 @@ def _column_for_steps(
 ) -> Column:
 
     try:
-        return _column(step_maps, key, dtype, _Where(None, batch=False))
+        return reference_column(step_maps, key, dtype, _Where(None, batch=False))
     except ParseError as err:
         # Re-word as TensorFlow: its Index is the step within the record's list.
         s = err.index if err.index is not None else 0
@@ -201,7 +194,7 @@ class SequencePlan:
     Holds the validated ``context`` and ``sequence`` specs and what parsing derives
     from them: the context keys read (``context_needed``), the feature-list key
     each sequence feature reads (``value_keys``) and their dtypes (``list_needed``),
-    and the key tables of the vectorized extractor (``tables``). ``fast`` is False
+    and each parse engine's key tables (``engines``). ``fast`` is False
     when two specs read one list key as different dtypes (the generic path words
     that error). Build one with :func:`compile_sequence_features`.
     """
@@ -228,28 +221,12 @@ class SequencePlan:
         self.context_sparse_keys = _sparse_keys(self.context)
         self.value_keys = {key: _value_key(key, spec) for key, spec in self.sequence.items()}
         self.list_needed = {self.value_keys[k]: spec.dtype for k, spec in self.sequence.items()}
-        self._tables: Optional[tuple[KeyTable, KeyTable]] = None
-        self._jit_tables: Optional[tuple[JitTable, JitTable]] = None
+        #: Each parse engine's state of this plan (context and feature-list key
+        #: tables), by engine name.
+        self.engines = EngineState(self.context_needed, self.list_needed)
         self.fast = len(self.list_needed) == len(
             {(self.value_keys[k], spec.dtype) for k, spec in self.sequence.items()}
         )
-
-    @property
-    def tables(self) -> tuple[KeyTable, KeyTable]:
-        """The key tables (context, feature lists) of the vectorized extractor."""
-        if self._tables is None:
-            self._tables = (
-                key_table(self.context_needed),
-                key_table(self.list_needed),
-            )
-        return self._tables
-
-    @property
-    def jit_tables(self) -> tuple[JitTable, JitTable]:
-        """The key tables (context, feature lists) of the compiled extractor."""
-        if self._jit_tables is None:
-            self._jit_tables = (jit_table(self.context_needed), jit_table(self.list_needed))
-        return self._jit_tables
 
     def __repr__(self) -> str:
         return f"SequencePlan(context={self.context!r}, sequence={self.sequence!r})"
@@ -273,12 +250,7 @@ def _fast_sequence_columns(
     read every record with certainty."""
     if not plan.fast:
         return None
-    found = None
-    n = len(records)
-    if n and enabled() and choose(n, SEQUENCE_KERNELS) == "jit":
-        found = jit_extract_sequences(records, *plan.jit_tables)
-    if found is None:
-        found = extract_sequences(records, plan.context_needed, plan.list_needed, plan.tables)
+    found = extract_sequence_columns(records, plan.context_needed, plan.list_needed, plan.engines)
     if found is None:
         return None
     return dict(found.context), {k: found.lists[v] for k, v in plan.value_keys.items()}
@@ -292,10 +264,10 @@ def _sequence_columns(
     fast = _fast_sequence_columns(records, plan)
     if fast is not None:
         return fast
-    examples = _decode(records, where, example_pb2.SequenceExample)
+    examples = decode_records(records, where, example_pb2.SequenceExample)
     cmaps = [ex.context.feature for ex in examples]
     cwhere = _Where(where.names, where.batch, plan.context_sparse_keys, section="context")
-    ccols = extract_columns(cmaps, plan.context_needed, cwhere)
+    ccols = reference_columns(cmaps, plan.context_needed, cwhere)
     # TensorFlow's SequenceExample parser counts an empty Feature() in the context
     # as present with no values (its Example parser counts it as missing).
     ccols = {

@@ -47,11 +47,11 @@ from __future__ import annotations
 
 from ._buffers import WINDOW_BYTES, record_lengths
 from ._choose import EXAMPLE_KERNELS, SEQUENCE_KERNELS, choose
-from ._jit import JitTable, jit_extract, jit_extract_sequences, jit_table
+from ._dispatch import EngineState, extract_examples, extract_sequence_columns
+from ._jit import JitTable
 from ._kernels import jit_available
 from ._kernels import load as load_kernels
-from ._numpy import extract, extract_sequences
-from ._numpy_keys import KeyTable, key_table
+from ._numpy_keys import KeyTable
 from ._output import (
     MIN_BATCH,
     AnyColumn,
@@ -65,6 +65,7 @@ from ._output import (
     merge_sparse,
     wide,
 )
+from ._reference import decode_records, reference_column, reference_columns
 
 __all__ = [
     "EXAMPLE_KERNELS",
@@ -72,25 +73,25 @@ __all__ = [
     "SEQUENCE_KERNELS",
     "WINDOW_BYTES",
     "AnyColumn",
+    "EngineState",
     "FastColumn",
     "JitTable",
     "KeyTable",
     "SequenceColumns",
     "SparseColumn",
     "choose",
+    "decode_records",
     "dense",
     "enabled",
-    "extract",
-    "extract_sequences",
+    "extract_examples",
+    "extract_sequence_columns",
     "grid_rows",
     "jit_available",
-    "jit_extract",
-    "jit_extract_sequences",
-    "jit_table",
-    "key_table",
     "load_kernels",
     "merge_columns",
     "merge_sparse",
     "record_lengths",
+    "reference_column",
+    "reference_columns",
     "wide",
 ]

@@ -9,13 +9,15 @@ Shared by the engines (:mod:`._numpy`, :mod:`._jit`) and their dispatcher
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Optional
 
 import numpy as np
 
 from ..._record import Buffer, RecordSpans
+from ._output import AnyColumn, SequenceColumns, joined_runs, joined_sequences
 
-__all__ = ["WINDOW_BYTES"]
+__all__ = ["WINDOW_BYTES", "by_windows", "sequences_by_windows"]
 
 
 #: Bytes of records joined into one buffer at most (a batch of bigger records is
@@ -93,6 +95,60 @@ def _window_cuts(records: Sequence[bytes], lengths: np.ndarray) -> list[int]:
             cut = snapped if snapped > cuts[-1] else int(at[np.searchsorted(at, cuts[-1], "right")])
         cuts.append(min(n, max(cut, cuts[-1] + 1)))
     return cuts
+
+
+#: What an engine gives for one window of Example records: (handled, columns), or
+#: None when it handled none.
+Found = Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]
+
+
+def by_windows(
+    records: Sequence[bytes],
+    lengths: np.ndarray,
+    one: Callable[[Sequence[bytes], np.ndarray], Found],
+    names: Iterable[str],
+) -> Found:
+    """An Example batch through an engine (``one``: records and their lengths ->
+    ``(handled, columns)`` or None) a window of at most :data:`WINDOW_BYTES` of
+    records at a time (:func:`_window_cuts`), so the joined buffer stays small and is
+    reused by the allocator, not faulted in afresh; the windows' columns joined (keys
+    ``names``). None when no record was handled."""
+    n = len(records)
+    cuts = _window_cuts(records, lengths)
+    if len(cuts) <= 2:
+        part = one(records, lengths)
+        return part if part is not None and part[0].any() else None
+    handled = np.zeros(n, dtype=bool)
+    found: list[tuple[int, Mapping[str, AnyColumn]]] = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = one(records[a:b], lengths[a:b])
+        if part is not None and part[0].any():
+            handled[a:b] = part[0]
+            found.append((int(part[0].sum()), part[1]))
+    if not found:
+        return None
+    return handled, found[0][1] if len(found) == 1 else joined_runs(found, names)
+
+
+def sequences_by_windows(
+    records: Sequence[bytes],
+    lengths: np.ndarray,
+    one: Callable[[Sequence[bytes], np.ndarray], Optional[SequenceColumns]],
+    context: Iterable[str],
+    lists: Iterable[str],
+) -> Optional[SequenceColumns]:
+    """:func:`by_windows` for SequenceExamples: None as soon as a window has a record
+    the engine leaves to the reference (the batch goes there whole)."""
+    cuts = _window_cuts(records, lengths)
+    if len(cuts) <= 2:
+        return one(records, lengths)
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = one(records[a:b], lengths[a:b])
+        if part is None:
+            return None
+        parts.append(part)
+    return joined_sequences(parts, context, lists)
 
 
 def _take(records: Sequence[bytes], idx: np.ndarray) -> Sequence[bytes]:

@@ -26,8 +26,16 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._feature_kinds import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_OF_DTYPE
 from .._schema import DType
-from ._buffers import _bytes_objects, _contiguous, _settle_heap, record_lengths
+from ._buffers import (
+    _bytes_objects,
+    _contiguous,
+    _settle_heap,
+    by_windows,
+    record_lengths,
+    sequences_by_windows,
+)
 from ._kernels import load as _load
 from ._keyhash import LOAD, key_hash
 from ._output import (
@@ -41,8 +49,6 @@ from ._output import (
 )
 
 __all__ = ["JitTable", "jit_extract", "jit_extract_sequences", "jit_table"]
-
-_KIND_OF = {"string": 1, "float32": 2, "int64": 3}
 
 
 class JitTable:
@@ -75,7 +81,7 @@ class JitTable:
         self.koff = np.zeros(len(keys) + 1, dtype=np.int64)
         np.cumsum([len(k) for k in keys], out=self.koff[1:])
         self.kbytes = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
-        self.kkind = np.array([_KIND_OF[d.name] for d in self.dtypes], dtype=np.int8)
+        self.kkind = np.array([KIND_OF_DTYPE[d.name] for d in self.dtypes], dtype=np.int8)
 
 
 @functools.lru_cache(maxsize=64)
@@ -125,28 +131,28 @@ class _Values:
         self.totals = totals
         self.offsets = np.zeros(len(kkind), dtype=np.int64)
         sizes = [0, 0, 0, 0]
-        for kind in (1, 2, 3):
+        for kind in (KIND_BYTES, KIND_FLOAT, KIND_INT64):
             mine = kkind == kind
             if mine.any():
                 ends_of = np.cumsum(totals[mine])
                 self.offsets[mine] = ends_of - totals[mine]
                 sizes[kind] = int(ends_of[-1])
-        self.ints = np.empty(sizes[3], dtype=np.int64)
-        self.floats = np.empty(4 * sizes[2], dtype=np.uint8)
-        self.bstart = np.empty(sizes[1], dtype=np.int64)
-        self.blength = np.empty(sizes[1], dtype=np.int64)
+        self.ints = np.empty(sizes[KIND_INT64], dtype=np.int64)
+        self.floats = np.empty(4 * sizes[KIND_FLOAT], dtype=np.uint8)
+        self.bstart = np.empty(sizes[KIND_BYTES], dtype=np.int64)
+        self.blength = np.empty(sizes[KIND_BYTES], dtype=np.int64)
 
     def outputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """What the fill kernels write: ints, floats (bytes), bytes starts, lengths."""
         return self.ints, self.floats, self.bstart, self.blength
 
     def column(self, kern: Any, buf: Any, data: np.ndarray, k: int, kind: int) -> np.ndarray:
-        """Key ``k`` 's values (``kind`` 1 bytes, 2 float, 3 int64)."""
+        """Key ``k`` 's values (``kind``: one of :mod:`~tfrecord_lite._examples._feature_kinds`)."""
         a = int(self.offsets[k])
         b = a + int(self.totals[k])
-        if kind == 3:
+        if kind == KIND_INT64:
             return self.ints[a:b]
-        if kind == 2:
+        if kind == KIND_FLOAT:
             return self.floats[4 * a : 4 * b].view("<f4").astype(np.float32, copy=False)
         return _bytes_values(kern, buf, data, self.bstart[a:b], self.blength[a:b])
 
@@ -183,7 +189,7 @@ def _entries(cap: int) -> list[np.ndarray]:
 
 
 def _jit_sparse(
-    kern: Any, records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray]
+    kern: Any, records: Sequence[bytes], table: JitTable, lengths: np.ndarray
 ) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
     """:func:`jit_extract` of a wide batch: one entry per (record, key read) instead of
     a records x keys grid, and :class:`~._output.SparseColumn` s."""
@@ -239,24 +245,25 @@ def jit_extract(
     """:func:`~._numpy.extract` by the compiled kernels: ``(handled, columns)``,
     or None when no record was handled (or the engine could not be loaded).
     ``sparse``: a wide batch (:func:`~._output.wide`) may come back as
-    :class:`~._output.SparseColumn` s."""
+    :class:`~._output.SparseColumn` s. Big records: a window of records at a time
+    (:func:`~._buffers.by_windows`, as every engine)."""
     try:
         kern = _load()
     except Exception:
         return None
     _settle_heap()
     n = len(records)
-    nkeys = len(table.names)
-    if sparse and n:
-        if lengths is None:
-            lengths = record_lengths(records)
-        if wide(n, nkeys, int(lengths.sum())):
-            return _jit_sparse(kern, records, table, lengths)
-    return _jit_dense(kern, records, table, lengths)
+    if lengths is None:
+        lengths = record_lengths(records)
+    if sparse and n and wide(n, len(table.names), int(lengths.sum())):
+        return by_windows(
+            records, lengths, lambda r, ln: _jit_sparse(kern, r, table, ln), table.names
+        )
+    return by_windows(records, lengths, lambda r, ln: _jit_dense(kern, r, table, ln), table.names)
 
 
 def _jit_dense(
-    kern: Any, records: Sequence[bytes], table: JitTable, lengths: Optional[np.ndarray]
+    kern: Any, records: Sequence[bytes], table: JitTable, lengths: np.ndarray
 ) -> Optional[tuple[np.ndarray, dict[str, FastColumn]]]:
     """:func:`jit_extract` into a records x keys grid, a run of records at a time."""
     n = len(records)
@@ -267,7 +274,7 @@ def _jit_dense(
         handled = np.zeros(n, dtype=bool)
         found: list[dict[str, FastColumn]] = []
         for a in range(0, n, step):
-            part = _jit_dense(kern, records[a : a + step], table, None)
+            part = _jit_dense(kern, records[a : a + step], table, lengths[a : a + step])
             if part is not None:
                 handled[a : a + step] = part[0]
                 found.append(part[1])
@@ -317,8 +324,26 @@ def jit_extract_sequences(
     except Exception:
         return None
     _settle_heap()
+    return sequences_by_windows(
+        records,
+        record_lengths(records),
+        lambda r, ln: _jit_sequence_window(kern, seq, r, ln, ctable, ltable),
+        ctable.names,
+        ltable.names,
+    )
+
+
+def _jit_sequence_window(
+    kern: Any,
+    seq: Any,
+    records: Sequence[bytes],
+    lengths: np.ndarray,
+    ctable: JitTable,
+    ltable: JitTable,
+) -> Optional[SequenceColumns]:
+    """:func:`jit_extract_sequences` of one window of records."""
     n = len(records)
-    buf, data, starts, ends = _joined_records(records)
+    buf, data, starts, ends = _joined_records(records, lengths)
     nc, nl = len(ctable.names), len(ltable.names)
     cstart, cend, ccount, cflag = _key_arrays(n, nc)
     lstart, lend, lcount, lflag = _key_arrays(n, nl)

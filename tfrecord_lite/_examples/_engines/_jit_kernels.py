@@ -39,6 +39,15 @@ from typing import Any, Callable, TypeVar
 import numba
 import numpy as np
 
+from .._feature_kinds import (
+    KIND_BYTES,
+    KIND_EMPTY,
+    KIND_FLOAT,
+    KIND_INT64,
+    TAG_BYTES_LIST,
+    TAG_FLOAT_LIST,
+    TAG_INT64_LIST,
+)
 from ._keyhash import FINAL, SEED, STEP
 
 __all__ = ["fill_entries", "fill_values", "intern_bytes", "walk_entries", "walk_examples"]
@@ -165,7 +174,7 @@ def _scan_list(buf: np.ndarray, p: int, end: int, kind: int) -> tuple[int, int]:
     (1 bytes, 2 float, 3 int64); number -1 where it is not certain."""
     if p == end:
         return 0, UNPACKED
-    if kind == 1:
+    if kind == KIND_BYTES:
         count = 0
         while p < end:
             if buf[p] != 0x0A:
@@ -176,7 +185,7 @@ def _scan_list(buf: np.ndarray, p: int, end: int, kind: int) -> tuple[int, int]:
             p = q + n
             count += 1
         return count, UNPACKED
-    if kind == 2:
+    if kind == KIND_FLOAT:
         if buf[p] == 0x0A:
             n, q = _length(buf, p + 1, end)
             if q < 0 or q + n != end or n % 4:
@@ -234,11 +243,11 @@ def _feature(buf: np.ndarray, p: int, end: int) -> tuple[int, int, int, int]:
     start, number of values, flag); kind -1 where it is not certain (a second
     field, an unknown one, a malformed list)."""
     if p == end:
-        return 0, p, 0, EMPTY
+        return KIND_EMPTY, p, 0, EMPTY
     tag = buf[p]
-    if tag != 0x0A and tag != 0x12 and tag != 0x1A:
+    if tag != TAG_BYTES_LIST and tag != TAG_FLOAT_LIST and tag != TAG_INT64_LIST:
         return -1, 0, 0, 0
-    kind = int(tag) >> 3
+    kind = int(tag) >> 3  # (a kind is its list's field number)
     ln, ls = _length(buf, p + 1, end)
     if ls < 0 or ls + ln != end:
         return -1, 0, 0, 0
@@ -495,7 +504,7 @@ def _copy_values(
 ) -> int:
     """Copy the ``c`` values of the list ``buf[p:end]`` (``kind``, ``flag``) to
     position ``o`` of its kind's output; the position after them."""
-    if kind == 3:
+    if kind == KIND_INT64:
         if flag == PACKED:
             _, p = _length(buf, p + 1, end)
             while p < end:
@@ -507,7 +516,7 @@ def _copy_values(
                 v, p = _varint(buf, p + 1, end)
                 ints[o] = v
                 o += 1
-    elif kind == 2:
+    elif kind == KIND_FLOAT:
         if flag == PACKED:
             _, p = _length(buf, p + 1, end)
             q = 4 * o

@@ -67,7 +67,7 @@ KERNEL_SOURCES = (
     "_jit_encode_kernels",
     "_jit_encode_crc",
     "_engines._keyhash",
-    "_jit_encode_kinds",
+    "_feature_kinds",
 )
 #: The kernel modules' full names (a module whose import failed half-way is dropped
 #: from ``sys.modules`` before the next try).

@@ -1,10 +1,11 @@
-"""Vectorized extraction of Example and SequenceExample features from a batch of records.
+"""The ``numpy`` engine: Example and SequenceExample features of a batch of records,
+vectorized.
 
 Two extractors, both NumPy over the concatenated bytes of the records of a
-chunk, both exact: a record they cannot read with certainty is left to the
-generic protobuf path (:mod:`~tfrecord_lite._examples._parse`), so results and errors are always the
-generic path's. A batch of more than :data:`WINDOW_BYTES` (big records) is
-extracted a window of records at a time.
+window, both exact: a record they cannot read with certainty is left to the
+protobuf reference, so results and errors are always the reference's. A batch of
+more than :data:`~._buffers.WINDOW_BYTES` (big records) is extracted a window of
+records at a time (:func:`~._buffers.by_windows`, as every engine).
 
 * **Equal layout.** Records of one length whose structural bytes (tags, lengths,
   keys) equal a template record's parse along the same path, so a 2-D array of
@@ -57,35 +58,34 @@ import numpy as np
 from .._schema import DType
 from ._buffers import (
     _INT32_BYTES,
-    WINDOW_BYTES,
     _contiguous,
     _settle_heap,
     _take,
-    _window_cuts,
+    by_windows,
     record_lengths,
+    sequences_by_windows,
 )
 from ._numpy_entries import _walk
 from ._numpy_keys import KeyTable, key_table
-from ._numpy_layout import _layout_group
+from ._numpy_layout import _GiveUp, _layout_group
 from ._numpy_sequences import _sequence_window
 from ._numpy_wide import walk_sparse
 from ._output import (
-    _LAYOUTS,
     MIN_BATCH,
     AnyColumn,
     FastColumn,
     SequenceColumns,
-    SparseColumn,
-    _GiveUp,
     _joined,
     enabled,
     grid_rows,
-    joined_sparse,
     merge_columns,
     wide,
 )
 
-__all__ = ["WINDOW_BYTES", "extract", "extract_sequences"]
+__all__ = ["extract", "extract_sequences"]
+
+#: Record lengths whose layouts the equal-layout path tries, most common first.
+_LAYOUTS = 4
 
 
 def extract(
@@ -103,33 +103,40 @@ def extract(
     compiled :class:`KeyTable` of ``needed`` (a parse plan keeps one), else built here;
     ``lengths``: the records' lengths, where the caller has them; ``sparse``: a wide
     batch (:func:`~._output.wide`) may come back as
-    :class:`~._output.SparseColumn` s (:func:`_extract_sparse`).
+    :class:`~._output.SparseColumn` s (:func:`_extract_sparse`). Big records: a window
+    of records at a time (:func:`~._buffers.by_windows`).
     """
     n = len(records)
     if n < MIN_BATCH or not enabled():
         return None
     _settle_heap()
-    if table is None:
-        table = key_table(needed)
+    keys = table if table is not None else key_table(needed)
     if lengths is None:
         lengths = record_lengths(records)
     if sparse and wide(n, len(needed), int(lengths.sum())):
-        return _extract_sparse(records, lengths, needed, table)
+        if not keys.usable:
+            return None
+        return by_windows(
+            records, lengths, lambda r, ln: _extract_sparse(r, ln, needed, keys), needed
+        )
+    return by_windows(records, lengths, lambda r, ln: _extract_runs(r, ln, needed, keys), needed)
+
+
+def _extract_runs(
+    records: Sequence[bytes], lengths: np.ndarray, needed: Mapping[str, DType], table: KeyTable
+) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
+    """:func:`extract` of one window: many keys, a run of records at a time, so the
+    (record, key) grid stays small (:func:`~._output.grid_rows`)."""
+    n = len(records)
     rows = grid_rows(len(needed))
-    # Big records: walk the batch a window of records at a time, so the joined
-    # buffer stays small (and is reused by the allocator, not faulted in afresh);
-    # many keys: so the (record, key) grid stays small.
-    cuts = _window_cuts(records, lengths)
-    if len(cuts) == 2 and n <= rows:
+    if n <= rows:
         return _extract_window(records, lengths, needed, table)
-    if n > rows:
-        cuts = sorted({*cuts, *range(0, n, rows)})
     handled = np.zeros(n, dtype=bool)
     found: list[dict[str, FastColumn]] = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        part = _extract_window(records[a:b], lengths[a:b], needed, table)
+    for a in range(0, n, rows):
+        part = _extract_window(records[a : a + rows], lengths[a : a + rows], needed, table)
         if part is not None:
-            handled[a:b] = part[0]
+            handled[a : a + rows] = part[0]
             found.append(part[1])
     if not found:
         return None
@@ -139,27 +146,16 @@ def extract(
 def _extract_sparse(
     records: Sequence[bytes], lengths: np.ndarray, needed: Mapping[str, DType], table: KeyTable
 ) -> Optional[tuple[np.ndarray, Mapping[str, AnyColumn]]]:
-    """:func:`extract` of a wide batch, a window of records at a time: the entry walk
-    only (a layout group's columns would be records x keys), one
-    :class:`~._output.SparseColumn` per key."""
-    n = len(records)
-    if not table.usable:
-        return None
-    handled = np.zeros(n, dtype=bool)
-    found: list[tuple[int, Mapping[str, SparseColumn]]] = []
-    cuts = _window_cuts(records, lengths)
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        buf, starts, zero = _contiguous(records[a:b], lengths[a:b])
-        data = np.frombuffer(buf, dtype=np.uint8)
-        ends = starts + lengths[a:b]
-        if len(buf) < _INT32_BYTES:
-            starts, ends = starts.astype(np.int32), ends.astype(np.int32)
-        ok, cols = walk_sparse(buf, data, starts, ends, table, needed, zero)
-        handled[a:b] = ok
-        found.append((int(ok.sum()), cols))
-    if not handled.any():
-        return None
-    return handled, found[0][1] if len(found) == 1 else joined_sparse(found, needed)
+    """:func:`extract` of one window of a wide batch: the entry walk only (a layout
+    group's columns would be records x keys), one :class:`~._output.SparseColumn` per
+    key."""
+    buf, starts, zero = _contiguous(records, lengths)
+    data = np.frombuffer(buf, dtype=np.uint8)
+    ends = starts + lengths
+    if len(buf) < _INT32_BYTES:
+        starts, ends = starts.astype(np.int32), ends.astype(np.int32)
+    ok, cols = walk_sparse(buf, data, starts, ends, table, needed, zero)
+    return ok, cols
 
 
 def extract_sequences(
@@ -174,7 +170,8 @@ def extract_sequences(
     ``context`` / ``lists``: the keys read and their dtypes; ``tables``: their
     compiled :class:`KeyTable` s (built here when not given). The walk is the
     Example one: the context's map entries by entry index, then the feature
-    lists' entries, then the steps (``Feature`` s) of every list at once.
+    lists' entries, then the steps (``Feature`` s) of every list at once; big
+    records a window at a time (:func:`~._buffers.sequences_by_windows`).
     """
     n = len(records)
     if n < MIN_BATCH or not enabled():
@@ -184,26 +181,12 @@ def extract_sequences(
         return None
     lengths = record_lengths(records)
     _settle_heap()
-    # Big records: a window of records at a time (as :func:`extract`).
-    cuts = _window_cuts(records, lengths)
-    if len(cuts) == 2:
-        return _sequence_window(records, lengths, context, lists, ctable, ltable)
-    parts = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        part = _sequence_window(records[a:b], lengths[a:b], context, lists, ctable, ltable)
-        if part is None:
-            return None
-        parts.append(part)
-    return SequenceColumns(
-        _joined([p.context for p in parts], context),
-        {
-            name: (
-                np.concatenate([p.lists[name][0] for p in parts]),
-                np.concatenate([p.lists[name][1] for p in parts]),
-                _joined([{name: p.lists[name][2]} for p in parts], [name])[name],
-            )
-            for name in lists
-        },
+    return sequences_by_windows(
+        records,
+        lengths,
+        lambda r, ln: _sequence_window(r, ln, context, lists, ctable, ltable),
+        context,
+        lists,
     )
 
 

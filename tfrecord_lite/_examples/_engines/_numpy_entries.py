@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from ..._record import Buffer, unaligned
+from .._feature_kinds import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_OF_TAG
 from .._schema import DType
 from .._wire import MAX_LENGTH_LEN
 from ._buffers import _bytes_objects
@@ -29,7 +30,7 @@ from ._numpy_vectors import (
     _ranges,
     _varints,
 )
-from ._output import _BYTES, _FEATURE_TAG_CODE, _FLOAT, _INT64, FastColumn
+from ._output import FastColumn
 
 
 def _reject(ok: np.ndarray, rec: np.ndarray, good: np.ndarray) -> None:
@@ -399,10 +400,10 @@ def _entries(
     # The Feature: empty (no kind), or exactly one list field spanning it.
     nonempty = vs < ee
     if nonempty.all():
-        code = _FEATURE_TAG_CODE.take(data.take(vs))
+        code = KIND_OF_TAG.take(data.take(vs))
         lpos = vs + 1
     else:
-        code = np.where(nonempty, _FEATURE_TAG_CODE.take(data.take(vs)), 0).astype(np.int8)
+        code = np.where(nonempty, KIND_OF_TAG.take(data.take(vs)), 0).astype(np.int8)
         # An empty Feature's length is read from a zero byte (not the next entry).
         lpos = np.where(nonempty, vs + 1, zero)
     ls, le, fits = _length_field(data, lpos, ee)
@@ -458,14 +459,14 @@ def _values_by_kind(
     per_kind: dict[int, _KindValues] = {}
     local = np.zeros(len(code), dtype=np.int64)
     good_items = np.ones(len(code), dtype=bool)
-    for kind in (_BYTES, _FLOAT, _INT64):
+    for kind in (KIND_BYTES, KIND_FLOAT, KIND_INT64):
         idx = np.flatnonzero(code == kind)
         local[idx] = np.arange(len(idx), dtype=np.int64)
         values: Any
-        if kind == _BYTES:
+        if kind == KIND_BYTES:
             counts, istart, ilen, good = _bytes_items(data, ls[idx], le[idx])
             values = (istart, ilen)
-        elif kind == _FLOAT:
+        elif kind == KIND_FLOAT:
             counts, values, good = _float_values(data, ls[idx], le[idx])
         else:
             counts, values, good = _int64_values(data, ls[idx], le[idx])
@@ -483,7 +484,7 @@ def _gather_kind(
     """(values per list, all values) of the lists at places ``j`` of one kind, in order."""
     counts = lists.counts[j]
     items = _ranges(lists.offsets[j], counts)
-    if kind == _BYTES:
+    if kind == KIND_BYTES:
         istart, ilen = lists.values
         return counts, _bytes_objects(buf, data, istart[items], ilen[items])
     values: np.ndarray = lists.values[items]

@@ -15,11 +15,11 @@ from typing import Optional
 import numpy as np
 
 from ..._record import unaligned
+from .._feature_kinds import KIND_OF_DTYPE
 from .._schema import DType
 from ._buffers import _PAD
 from ._keyhash import LOAD, hash_parts, key_hashes
 from ._numpy_vectors import _MASK
-from ._output import _CODE_OF_DTYPE
 
 __all__ = ["KeyTable", "key_table"]
 
@@ -71,7 +71,7 @@ class KeyTable:
     def __init__(self, needed: Mapping[str, DType]) -> None:
         self.names = list(needed)
         self.dtypes = [needed[k] for k in self.names]
-        self.codes = np.array([_CODE_OF_DTYPE[d.name] for d in self.dtypes], dtype=np.int8)
+        self.codes = np.array([KIND_OF_DTYPE[d.name] for d in self.dtypes], dtype=np.int8)
         encoded = [k.encode("utf-8") for k in self.names]
         n = len(encoded)
         lengths = np.array([len(k) for k in encoded], dtype=np.int64)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..._errors import ParseError
 from ..._record import RecordSpans
-from .._schema import DType, string
+from .._feature_kinds import LIST_OF_TAG
+from .._schema import DType, dtype_of_kind, string
 from .._wire import MAX_LENGTH_LEN, decode_varint
 from ._numpy_vectors import (
     _decode_packed_varints,
@@ -23,7 +24,11 @@ from ._numpy_vectors import (
     _uniform_values,
     _uniform_width,
 )
-from ._output import _KIND_DTYPE, _TAG_KIND, FastColumn, _GiveUp, _joined
+from ._output import FastColumn, _joined
+
+
+class _GiveUp(Exception):
+    """The template record has a layout this module does not handle."""
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -98,7 +103,7 @@ def _regions(record: bytes) -> _Regions:
             if vlen == 0:
                 regions[key] = (None, [])
                 continue
-            kind = _TAG_KIND.get(record[pos])
+            kind = LIST_OF_TAG.get(record[pos])
             if kind is None:
                 raise _GiveUp
             llen, pos = _varint(record, pos + 1, eend)
@@ -155,7 +160,7 @@ def _layout_columns(
             empty = np.zeros(0, dtype=object if dtype is string else dtype.np_dtype)
             cols[name] = FastColumn(np.zeros(g, bool), np.zeros(g, np.int64), empty)
             continue
-        if _KIND_DTYPE[kind] is not dtype:
+        if dtype_of_kind(kind) is not dtype:
             raise _GiveUp  # a dtype mismatch: the generic path reports it exactly
         present = np.ones(g, dtype=bool)
         if kind == "bytes_list":

@@ -13,6 +13,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._feature_kinds import KIND_OF_TAG
 from .._schema import DType
 from ._buffers import _contiguous
 from ._numpy_entries import (
@@ -30,7 +31,7 @@ from ._numpy_entries import (
 )
 from ._numpy_keys import KeyTable
 from ._numpy_vectors import _ranges
-from ._output import _FEATURE_TAG_CODE, FastColumn, SequenceColumns
+from ._output import FastColumn, SequenceColumns
 
 
 def _sequence_parts(
@@ -68,7 +69,7 @@ def _step_values(
     lists per kind and places). None when any is malformed.
     """
     nonempty = fs < fe
-    code = np.where(nonempty, _FEATURE_TAG_CODE.take(data.take(np.where(nonempty, fs, zero))), 0)
+    code = np.where(nonempty, KIND_OF_TAG.take(data.take(np.where(nonempty, fs, zero))), 0)
     if (code < 0).any():
         return None
     ls, le, fits = _length_field(data, np.where(nonempty, fs + 1, zero), fe)

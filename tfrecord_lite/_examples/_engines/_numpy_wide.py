@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..._record import Buffer
+from .._feature_kinds import KIND_OF_TAG
 from .._schema import DType
 from ._numpy_entries import (
     _gather_kind,
@@ -27,7 +28,7 @@ from ._numpy_entries import (
     _walk_features,
 )
 from ._numpy_keys import KeyTable
-from ._output import _FEATURE_TAG_CODE, SparseColumn
+from ._output import SparseColumn
 
 __all__ = ["walk_sparse"]
 
@@ -49,7 +50,7 @@ def walk_sparse(
     ks, ke, vs, good = _key_value(data, es, ee)
     # The Feature: empty (no kind), or exactly one list field spanning it.
     nonempty = vs < ee
-    code = np.where(nonempty, _FEATURE_TAG_CODE.take(data.take(vs)), 0).astype(np.int8)
+    code = np.where(nonempty, KIND_OF_TAG.take(data.take(vs)), 0).astype(np.int8)
     lpos = np.where(nonempty, vs + 1, zero)  # (an empty Feature's length: a zero byte)
     ls, le, fits = _length_field(data, lpos, ee)
     good &= ~nonempty | ((code > 0) & fits & (le == ee))

@@ -1,10 +1,11 @@
-"""What the vectorized extractors produce and share.
+"""What every engine gives: the columns of a batch.
 
-:class:`FastColumn` (one feature key's values over a batch of records), putting
-columns of record subsets back in record order (:func:`merge_columns`), the
-records joined into one buffer and cut into windows, the switch
-(``TFRECORD_LITE_FASTPATH``), and the wire kind codes and limits the extractors
-(:mod:`._numpy_layout`, :mod:`._numpy_entries`, :mod:`._numpy_sequences`, :mod:`._numpy`) use.
+:class:`FastColumn` (one feature key's values over a batch of records),
+:class:`SparseColumn` (the same, by the records that have the key: wide batches),
+:class:`SequenceColumns` (a SequenceExample batch's), putting columns of record
+subsets back in record order (:func:`merge_columns`) and joining those of
+consecutive runs of records, how many records one grid of keys may hold, and the
+switch (``TFRECORD_LITE_FASTPATH``).
 """
 
 from __future__ import annotations
@@ -15,37 +16,13 @@ from typing import NamedTuple, Union
 import numpy as np
 
 from ... import _settings
-from .._schema import DType, float32, int64, string
+from .._schema import DType, string
 
 __all__ = ["FastColumn", "SequenceColumns", "SparseColumn", "enabled", "merge_columns", "wide"]
 
 
 #: Below this many records the generic path is as fast.
 MIN_BATCH = 8
-
-
-#: Record lengths whose layouts the equal-layout path tries, most common first.
-_LAYOUTS = 4
-
-
-_KIND_TAG = {"bytes_list": 0x0A, "float_list": 0x12, "int64_list": 0x1A}
-
-
-_TAG_KIND = {v: k for k, v in _KIND_TAG.items()}
-
-
-_KIND_DTYPE = {"bytes_list": string, "float_list": float32, "int64_list": int64}
-
-
-# Kind codes of the entry walk: 0 an empty Feature(), 1 bytes, 2 float, 3 int64.
-_BYTES, _FLOAT, _INT64 = 1, 2, 3
-
-
-_CODE_OF_DTYPE = {"string": _BYTES, "float32": _FLOAT, "int64": _INT64}
-
-
-_FEATURE_TAG_CODE = np.full(256, -1, dtype=np.int8)
-_FEATURE_TAG_CODE[[0x0A, 0x12, 0x1A]] = [_BYTES, _FLOAT, _INT64]
 
 
 def enabled() -> bool:
@@ -153,10 +130,6 @@ def merge_sparse(n: int, parts: list[tuple[np.ndarray, FastColumn | SparseColumn
     return SparseColumn(n, at[order], each[order], np.concatenate(values)[moved])
 
 
-class _GiveUp(Exception):
-    """The template record has a layout this module does not handle."""
-
-
 #: The most (record, key) cells an engine's per-batch grid may hold: a batch of more
 #: records x keys (sparse schemas: thousands of keys, each in a few records) is
 #: extracted a run of records at a time (the compiled grid: 25 bytes a cell, the
@@ -227,3 +200,33 @@ class SequenceColumns(NamedTuple):
 
     context: dict[str, FastColumn]
     lists: dict[str, tuple[np.ndarray, np.ndarray, FastColumn]]
+
+
+def joined_runs(
+    found: Sequence[tuple[int, Mapping[str, AnyColumn]]], names: Iterable[str]
+) -> dict[str, AnyColumn]:
+    """The columns of consecutive runs of records (``(records handled, columns)``
+    each, columns of one layout), as one."""
+    if isinstance(next(iter(found[0][1].values()), None), SparseColumn):
+        sparse = [
+            (m, {k: c for k, c in cols.items() if isinstance(c, SparseColumn)}) for m, cols in found
+        ]
+        return dict(joined_sparse(sparse, names))
+    return dict(_joined([{k: dense(c) for k, c in cols.items()} for _, cols in found], names))
+
+
+def joined_sequences(
+    parts: Sequence[SequenceColumns], context: Iterable[str], lists: Iterable[str]
+) -> SequenceColumns:
+    """The :class:`SequenceColumns` of consecutive runs of records, as one."""
+    return SequenceColumns(
+        _joined([p.context for p in parts], context),
+        {
+            name: (
+                np.concatenate([p.lists[name][0] for p in parts]),
+                np.concatenate([p.lists[name][1] for p in parts]),
+                _joined([{name: p.lists[name][2]} for p in parts], [name])[name],
+            )
+            for name in lists
+        },
+    )
