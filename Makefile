@@ -12,7 +12,7 @@
 #   make fuzz      a bounded atheris run of every fuzz target
 #   make dist      build the sdist and the wheel into dist/ (.venv-build), twine check, contents check
 #   make test-wheel    install the built wheel into a fresh venv outside the tree; smoke suite there
-#   make test-pythons  the test suite from the built wheel on CPython 3.13, its fast part on 3.9-3.12
+#   make test-pythons  the test suite from the built wheel on CPython 3.13, its fast part on 3.10 and 3.12
 #   make docs      build the documentation site into site/ (.venv-docs), warnings as errors
 #   make venvs     install every suite's venv (make -j N venvs: N at once; .ci/run does it
 #                  in the background while make test runs);  make pythons-venvs: test-pythons' ones
@@ -72,8 +72,7 @@ test: lint typecheck pytest
 # The floor: the lowest CPython that requires-python admits (3.9, pyenv's newest 3.9.*, else
 # python3.9 on PATH) with the lowest protobuf / numpy / pyarrow that pyproject.toml allows, the
 # tree installed editable, the whole suite. Python 3.9 has no run of its own beside it: the
-# interpreter's floor is tested here, with the dependency floor (test-pythons runs only the
-# fast part of the suite on 3.9 with its newest dependencies).
+# interpreter's floor is tested here, with the dependency floor (test-pythons leaves 3.9 out).
 OLDEST_PYVER ?= 3.9
 OLDEST_PYTHON ?= $(shell ls -d $(PYENV_ROOT)/versions/$(OLDEST_PYVER).*/bin/python$(OLDEST_PYVER) 2>/dev/null \
 	| sort -V | tail -1 | grep . || command -v python$(OLDEST_PYVER))
@@ -86,8 +85,10 @@ $(OLDEST_VENV)/.installed: pyproject.toml
 	$(OLDEST_VENV)/bin/python $(PIP_INSTALL) -e ".[test]"
 	touch $@
 
+# OLDEST_WORKERS: pytest-xdist workers (0: in one process, as .ci/run runs it beside make interop).
+OLDEST_WORKERS ?= $(PYTEST_WORKERS)
 test-oldest: $(OLDEST_VENV)/.installed
-	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(OLDEST_WORKERS) $(PYTEST_ARGS)
 
 INTEROP_VENV := .venv-interop
 $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
@@ -96,8 +97,8 @@ $(INTEROP_VENV)/.installed: pyproject.toml tests/interop/requirements.txt
 	$(INTEROP_VENV)/bin/python $(PIP_INSTALL) -e ".[fast,image,jit,test]"
 	touch $@
 
-# TensorFlow also reads what the Spark, Daft and datasets writers write: the engine venv
-# (below) writes those shards (TFR_ENGINES_PYTHON), the interop venv reads them.
+# TensorFlow also reads what the Spark, Daft and datasets writers write: their venv
+# (.venv-engines, below) writes those shards (TFR_ENGINES_PYTHON), the interop venv reads them.
 ENGINES_VENV := .venv-engines
 interop: $(INTEROP_VENV)/.installed $(ENGINES_VENV)/.installed
 	TFRECORD_LITE_INTEROP=1 TFR_ENGINES_PYTHON=$(ENGINES_VENV)/bin/python $(INTEROP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/interop $(PYTEST_ARGS)
@@ -229,10 +230,12 @@ test-wheel: dist
 # (PYTHONS_SUBSET_MARK; PYTHONS_SUBSET_MARK= runs the whole suite on every version): every
 # module is exercised there, and the slow tests (real processes, memory ceilings at scale,
 # the demo) run whole on 3.9 (test-oldest), 3.11 (make test) and PYTHONS_FULL.
+# 3.9 is left out of PYTHONS: make test-oldest runs the whole suite on it (with the lowest
+# dependencies; the newest ones are those of 3.10 to 3.13 here). PYTHONS="3.9 ..." adds it.
 # Each runs on PYTEST_WORKERS pytest-xdist workers (XDIST= runs it in one process); the
 # venvs are installed all at once (PYTHONS_INSTALL_JOBS at a time) before the first run.
 # Torch is left out (tfrecord_lite.torch's tests and docs blocks skip, saying so).
-PYTHONS ?= 3.9 3.10 3.12 3.13
+PYTHONS ?= 3.10 3.12 3.13
 PYTHONS_FULL ?= $(lastword $(PYTHONS))
 PYTHONS_SUBSET_MARK ?= not slow
 XDIST ?= -n $(PYTEST_WORKERS)
