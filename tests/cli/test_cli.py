@@ -1,9 +1,12 @@
-"""The ``tfrecord-lite`` command line tool, run for real in a subprocess.
+"""The ``tfrecord-lite`` command line tool.
 
 Every command on files TensorFlow wrote (tests/data/) and on files we write; the
 error paths (exit 1 with file / record / offset in one line, no traceback; exit 2
 for usage errors); ``from-images`` (skipped files, identical output whatever
 ``--workers``) and ``preview`` (the PNG's size, and that its cells differ).
+
+Commands run through ``main()`` in the test's process (``_cli_run.run_cli``); the
+console script and ``python -m tfrecord_lite`` run for real in a subprocess.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _cli_run import run_cli as run
 
 import tfrecord_lite as tfr
 
@@ -35,21 +39,6 @@ COMMANDS = (
     "from-images",
     "preview",
 )
-
-
-def run(*args: Any, cwd: Any = None, env: Any = None) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ, PYTHONIOENCODING="utf-8", TFRECORD_LITE_PROGRESS="0")
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        cwd=cwd,
-        env=full_env,
-    )
 
 
 def one_error_line(stderr: str) -> str:
@@ -85,6 +74,10 @@ def test_console_script_installed_and_runs():
     assert out.stdout.split()[0] == "9"
     version = subprocess.run([str(script), "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and tfr.__version__ in version.stdout
+    # python -m tfrecord_lite, and the same answer in this process (how the others run)
+    for own_process in (True, False):
+        out = run("count", DATA / "few.plain.tfrecord", own_process=own_process)
+        assert (out.returncode, out.stdout.split()[0], out.stderr) == (0, "9", "")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

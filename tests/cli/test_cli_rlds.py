@@ -11,15 +11,14 @@ decodes every episode.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _cli_run import run_cli
 
 import tfrecord_lite.tfds as tfds
 from tfrecord_lite._cli import main
@@ -35,15 +34,7 @@ LENGTHS = {"train": [1, 2, 8, 3, 5, 0], "test": [4, 1]}
 
 
 def run(*args: Any) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", TFRECORD_LITE_PROGRESS="0")
-    return subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        env=env,
-    )
+    return run_cli(*args)  # (in this process: see tests/_cli_run.py)
 
 
 def step_indexes(split: str) -> list[str]:
