@@ -201,6 +201,68 @@ def test_sparse_and_partitioned_features_are_parse_examples_values() -> None:
     assert np.array_equal(ints.counts, np.bincount(sv.indices[:, 0], minlength=len(recs)))
 
 
+def wide_records(n: int, keys: int, seed: int = 9) -> list[bytes]:
+    """Records of a sparse schema: each holds 3 of ``keys`` keys (ints or bytes)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        values: dict[str, Any] = {}
+        for j in rng.sample(range(keys), 3):
+            if j % 2:
+                values[f"k{j}"] = tfr.bytes_feature([b"v%d" % rng.randrange(99)] * rng.randrange(3))
+            else:
+                values[f"k{j}"] = tfr.int64_feature(list(range(rng.randrange(3))))
+        out.append(tfr.encode_example(values))
+    return out
+
+
+def wide_features(keys: int) -> dict[str, Any]:
+    return {
+        f"k{j}": tfr.RaggedFeature(tfr.string)
+        if j % 4 == 1
+        else tfr.VarLenFeature(tfr.string if j % 2 else tfr.int64)
+        for j in range(keys)
+    }
+
+
+@pytest.mark.parametrize("engine", ["numpy", "jit"])
+def test_a_wide_batch_equals_the_tf_shaped_conversion(tmp_path: Path, engine: str) -> None:
+    # 200 records x 1,500 keys: more cells than bytes, so the engines give the columns by
+    # the records that have each key.
+    recs, features = wide_records(200, 1500), wide_features(1500)
+    path = write(tmp_path / "wide.tfrecord", recs)
+    with tfr.options(engine=engine):
+        for batch_size in (64, 8192):
+            expected = reference(recs, features, batch_size)
+            assert tfa.read_table(path, features, batch_size=batch_size).equals(expected)
+
+
+def test_a_wide_batch_holds_one_feature_per_record_at_a_time() -> None:
+    from tfrecord_lite._tables import ReadPlan
+
+    # 2,000 records x 4,000 keys: 8 million (record, key) cells, 72 MB as a presence
+    # flag and a count each for every key at once; the table's own offsets (NumPy
+    # arrays wrapped, so traced) are 32 MB.
+    recs, features = wide_records(2000, 4000), wide_features(4000)
+    plan = ReadPlan(features, None)
+    table = plan.convert(recs)  # (compiled, warmed up)
+    peak = _peak(lambda: plan.convert(recs))
+    assert table.num_rows == 2000 and table.num_columns == 4000
+    assert peak < table.nbytes + (16 << 20), (peak, table.nbytes)
+
+
+def _peak(fn: Any) -> int:
+    """The most memory (Python objects and NumPy arrays, traced) ``fn`` held at once."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def bad_batches() -> Iterator[tuple[str, dict[str, Any], list[bytes]]]:
     good = tfr.encode_example({"a": 1, "v": [1.0, 2.0], "s": [b"x"], "p": [1]})
     yield (

@@ -12,14 +12,14 @@ values and counts into their own buffers and offsets in one operation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Union
 
 import numpy as np
 
 from .._errors import ParseError
 from ._assemble import ParsedValue, _empty, _fixed_len, _sequence_rows, assemble
-from ._engines import AnyColumn, dense
+from ._engines import AnyColumn, FastColumn, SparseColumn, dense
 from ._parse import ParsePlan, Serialized, _as_records, _columns_of, _explained, compile_features
 from ._schema import (
     FeatureSpec,
@@ -31,7 +31,7 @@ from ._schema import (
 from ._single import cached_plan
 from ._where import _Where
 
-__all__ = ["ColumnarValue", "ExampleColumn", "parse_example_columns"]
+__all__ = ["ColumnarValue", "ExampleColumn", "ExampleColumns", "parse_example_columns"]
 
 
 class ExampleColumn(NamedTuple):
@@ -55,9 +55,48 @@ class ExampleColumn(NamedTuple):
 ColumnarValue = Union[ExampleColumn, ParsedValue]
 
 
+class ExampleColumns(Mapping[str, ColumnarValue]):
+    """The features of one batch, in spec order, each an :class:`ExampleColumn` (or
+    ``parse_example``'s value where it has no flat columns).
+
+    In a wide batch (many keys, each in few records) a ``VarLenFeature`` or
+    ``RaggedFeature`` column is held by the records that have the key, and made one
+    entry per record only when it is looked up (not kept): a reader that converts the
+    features one by one holds one of them per record at a time, not all of them.
+    """
+
+    def __init__(self) -> None:
+        self._ready: dict[str, ColumnarValue] = {}
+        self._held: dict[str, tuple[Any, SparseColumn]] = {}
+        self._order: list[str] = []
+
+    def _add(self, key: str, value: ColumnarValue) -> None:
+        self._order.append(key)
+        self._ready[key] = value
+
+    def _hold(self, key: str, spec: Any, col: AnyColumn) -> None:
+        if isinstance(col, SparseColumn):
+            self._order.append(key)
+            self._held[key] = (spec, col)
+        else:
+            self._add(key, _flat(spec, col))
+
+    def __getitem__(self, key: str) -> ColumnarValue:
+        held = self._held.get(key)
+        if held is not None:
+            return _flat(held[0], held[1].dense())
+        return self._ready[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
 def parse_example_columns(
     serialized: Sequence[Serialized], features: Mapping[str, FeatureSpec]
-) -> dict[str, ColumnarValue]:
+) -> ExampleColumns:
     """Parse a batch of serialized ``Example`` records into one :class:`ExampleColumn` per
     feature.
 
@@ -82,33 +121,31 @@ def parse_example_columns(
         raise _explained(err, records, columns, plan) from None
 
 
-def _columnar(
-    plan: ParsePlan, columns: Mapping[str, AnyColumn], where: _Where
-) -> dict[str, ColumnarValue]:
+def _columnar(plan: ParsePlan, columns: Mapping[str, AnyColumn], where: _Where) -> ExampleColumns:
     """Each spec's columns, checked in spec order as :func:`assemble` checks them (so
     the first error is the one ``parse_example`` raises)."""
-    out: dict[str, ColumnarValue] = {}
+    out = ExampleColumns()
     for key, spec in plan.specs.items():
         if isinstance(spec, FixedLenFeature):
             col = dense(columns[key])
             filled = _fixed_len(key, spec, col, where)
             size = math.prod(spec.shape)
             counts = np.full(len(col.present), size, dtype=np.int64)
-            out[key] = ExampleColumn(col.present, counts, filled.reshape(-1))
+            out._add(key, ExampleColumn(col.present, counts, filled.reshape(-1)))
         elif isinstance(spec, VarLenFeature):
-            out[key] = _flat(spec, dense(columns[key]))
+            out._hold(key, spec, columns[key])
         elif isinstance(spec, FixedLenSequenceFeature):
             col = dense(columns[key])
             _sequence_rows(key, spec, col, where)  # (whole rows only, as TensorFlow)
-            out[key] = _flat(spec, col)
+            out._add(key, _flat(spec, col))
         elif isinstance(spec, RaggedFeature) and not spec.partitions:
-            out[key] = _flat(spec, dense(columns[spec.value_key or key]))
+            out._hold(key, spec, columns[spec.value_key or key])
         else:
-            out[key] = assemble({key: spec}, columns, where, True, plan.sequence_rows)[key]
+            out._add(key, assemble({key: spec}, columns, where, True, plan.sequence_rows)[key])
     return out
 
 
-def _flat(spec: Any, col: Any) -> ExampleColumn:
+def _flat(spec: Any, col: FastColumn) -> ExampleColumn:
     """A column as the records hold it (no values: an empty array of the spec's dtype)."""
     values = col.values if len(col.values) else _empty(spec.dtype)
     return ExampleColumn(col.present, col.counts, values)
