@@ -60,7 +60,7 @@ from google.protobuf.message import DecodeError
 from .. import example_pb2
 from .._errors import ParseError
 from .._files import PathOrFile, is_file_object, tf_record_iterator
-from ._engines import grid_rows
+from ._infer_columns import summarize
 from ._kind import KindProbe
 from ._parse import parse_example
 from ._schema import (
@@ -85,8 +85,6 @@ __all__ = [
 DEFAULT_SAMPLE = 1000
 #: Records checked per vectorized parse call after the sample.
 CHECK_CHUNK = 8192
-#: The fewest records a check parses at a time, however many keys it reads.
-MIN_CHECK_CHUNK = 256
 
 
 @dataclass
@@ -313,6 +311,31 @@ def add_records(
     return n
 
 
+def _add_sample(
+    records: Iterable[bytes], stats: dict[str, FeatureStats], seq_stats: dict[str, FeatureStats]
+) -> int:
+    """:func:`add_records` of a sample into empty stats, the same statistics with the
+    values counted and ranged by the engines (see :mod:`._infer_columns`); record by
+    record where they cannot say."""
+    sample: list[bytes] = []
+    try:
+        sample.extend(records)
+    except Exception:
+        add_records(sample, stats, seq_stats)  # a bad record before the failed read first
+        raise
+    summary = summarize(sample)
+    if summary is None:
+        return add_records(sample, stats, seq_stats)
+    for got in summary:
+        st = stats[got.key] = FeatureStats(got.key)
+        for kind, times in got.kinds:
+            st.kinds[kind] = times
+        st.present = got.present
+        st.min_count, st.max_count = got.min_count, got.max_count
+        st.min_value, st.max_value = got.min_value, got.max_value
+    return len(sample)
+
+
 def _mixed(key: str, st: FeatureStats) -> ParseError:
     kinds = ", ".join(f"{k} in {v} records" for k, v in st.kinds.items() if k is not None)
     return ParseError(
@@ -359,7 +382,7 @@ def infer_schema(
     try:
         it = iter(records)
         probe = KindProbe()
-        n = add_records(probe.watch(itertools.islice(it, sample)), stats, seq_stats)
+        n = _add_sample(_watch(probe, itertools.islice(it, sample)), stats, seq_stats)
         kind = probe.result()
         if not kind.is_example:  # another message that parses as an Example by accident
             raise kind.error(_source_name(source))
@@ -380,6 +403,16 @@ def infer_schema(
             if (st.checked_min_count, st.checked_max_count) != (count, count):
                 schema[key] = VarLenFeature(spec.dtype)
     return schema
+
+
+def _watch(probe: KindProbe, records: Iterable[bytes]) -> Iterator[bytes]:
+    """``records``, shown to ``probe`` until one is a proper Example with a feature:
+    from then on the probe says Example (or SequenceExample) whatever it sees, which
+    is all ``infer_schema`` asks of it (its strict reading costs more than a parse)."""
+    for record in records:
+        if not probe.with_features:
+            probe.add(record)
+        yield record
 
 
 def _chunks(it: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
@@ -409,10 +442,9 @@ def _check_rest(
     kinds = {k: st.kind for k, st in stats.items()}
     spec = {k: VarLenFeature(dtype_of_kind(kind)) for k, kind in kinds.items() if kind}
     untyped = {k: _typed_entry(k) for k, st in stats.items() if not any(st.kinds.keys() - {None})}
-    # (a sparse schema's thousands of keys: chunks of fewer records, so the columns'
-    # records x keys grid stays bounded)
-    size = min(CHECK_CHUNK, max(MIN_CHECK_CHUNK, grid_rows(len(kinds))))
-    for chunk in _chunks(it, size):
+    # (a sparse schema's thousands of keys: the parse gives each key's values by the
+    # records that have it, so memory follows what is present, whatever the chunk)
+    for chunk in _chunks(it, CHECK_CHUNK):
         for key, kind in _first_kinds(chunk, untyped).items():
             stats[key].kinds[kind] += 1  # typed here: checked from this chunk on
             spec[key] = VarLenFeature(dtype_of_kind(kind))
@@ -424,8 +456,7 @@ def _check_rest(
             index = None if err.index is None else err.index + offset + n
             raise ParseError(err.message, key=err.key, index=index) from None
         for key, value in parsed.items():
-            counts = np.bincount(value.indices[:, 0], minlength=len(chunk))  # type: ignore[union-attr]
-            lo, hi = int(counts.min()), int(counts.max())
+            lo, hi = _count_range(value.indices[:, 0], len(chunk))  # type: ignore[union-attr]
             st = stats[key]
             st.checked_min_count = (
                 lo if st.checked_min_count is None else min(st.checked_min_count, lo)
@@ -435,6 +466,17 @@ def _check_rest(
             )
         n += len(chunk)
     return n
+
+
+def _count_range(rows: np.ndarray, n: int) -> tuple[int, int]:
+    """Fewest and most values one of ``n`` records holds, from the (sorted) record of
+    each value: one pass over the values, not one count per record and key."""
+    if not rows.size:
+        return 0, 0
+    starts = np.flatnonzero(np.diff(rows)) + 1
+    runs = np.diff(np.concatenate(([0], starts, [rows.size])))
+    lo = int(runs.min()) if runs.size == n else 0
+    return lo, int(runs.max())
 
 
 def _typed_entry(key: str) -> re.Pattern[bytes]:
