@@ -15,7 +15,8 @@ of each key, without a Python loop over every value.
 It gives None where only the record by record reading can tell (a record that does
 not parse, feature lists: a field an Example does not have, a key of two kinds, a key
 given twice, anything else an engine leaves to the reference, the fast path switched
-off, a sample of fewer than a few records, or keys that never hold a kind alone): the
+off, a sample of fewer than a few records, keys that never hold a kind alone, or a
+wide sample: thousands of keys, each in a few records): the
 caller then reads the sample record by record. What it gives is that reading's
 exactly: keys and kinds in the order it meets them, and the value ranges as Python's
 ``min`` / ``max`` of each record's values, then of those in record order, give them
@@ -31,10 +32,16 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import example_pb2
-from ._engines import EngineState, dense, extract_examples
+from ._engines import EngineState, SparseColumn, extract_examples
 from ._schema import dtype_of_kind
 
-__all__ = ["KeySummary", "summarize"]
+__all__ = ["ENTRIES_PER_KEY", "KeySummary", "summarize"]
+
+
+#: The fewest (record, key) entries per key for which :func:`summarize` reads the
+#: sample by columns: each key's column costs tens of microseconds, each entry about
+#: two read record by record.
+ENTRIES_PER_KEY = 16
 
 
 class KeySummary(NamedTuple):
@@ -89,44 +96,54 @@ def summarize(records: Sequence[bytes]) -> Optional[list[KeySummary]]:
             pending[sid] = left
     if not typed:
         return None
+    per_set = np.bincount(of_record, minlength=len(ids))
+    records_with: dict[str, int] = {}  # in the order the records first show the keys
+    sets_with: dict[str, list[int]] = {}
+    for keys, sid in ids.items():
+        for key in keys:
+            records_with[key] = records_with.get(key, 0) + int(per_set[sid])
+            sets_with.setdefault(key, []).append(sid)
+    if sum(records_with.values()) < ENTRIES_PER_KEY * len(records_with):
+        return None  # a wide sample (keys in few records): per key, columns cost more
     needed = {key: dtype_of_kind(kind) for key, kind in typed.items()}
     # Every record read by an engine as these kinds: no key holds another kind, no
     # feature lists (a field an Example does not have), no key given twice.
-    found = extract_examples(records, needed, EngineState(needed))
+    found = extract_examples(records, needed, EngineState(needed), sparse=True)
     if found is None:
         return None
     handled, columns = found
     if len(handled) != n or not bool(np.all(handled)):
         return None
-    order = dict.fromkeys(key for keys in ids for key in keys)
-    has = np.zeros((len(ids), len(order)), dtype=bool)
-    column_of = {key: j for j, key in enumerate(order)}
-    for keys, sid in ids.items():
-        has[sid, [column_of[key] for key in keys]] = True
     out: list[KeySummary] = []
-    for key in order:
-        in_map = has[of_record, column_of[key]]
-        records_with = int(np.count_nonzero(in_map))
+    for key, total in records_with.items():
         kind = typed.get(key)
         if kind is None:
-            out.append(KeySummary(key, [(None, records_with)], records_with, 0, 0, None, None))
+            out.append(KeySummary(key, [(None, total)], total, 0, 0, None, None))
             continue
-        present, counts, values = dense(columns[key])
-        empty = in_map & ~present
-        held = counts[present]
-        if not held.size or bool(np.any(present & ~in_map)):
+        col = columns[key]
+        if isinstance(col, SparseColumn):
+            rows, held, values = col.rows, col.counts, col.values
+        else:
+            rows = np.flatnonzero(col.present)
+            held, values = col.counts[rows], col.values
+        if not rows.size or rows.size > total:
             return None  # not what the protobuf parse said
-        kinds: list[tuple[Optional[str], int]] = [(kind, int(held.size))]
+        kinds: list[tuple[Optional[str], int]] = [(kind, int(rows.size))]
         lo, hi = int(held.min()), int(held.max())
-        if empty.any():
-            first_empty = int(np.argmax(empty)) < int(np.argmax(present))
-            kinds.insert(0 if first_empty else 1, (None, int(np.count_nonzero(empty))))
+        if rows.size < total:  # the others hold an empty Feature()
+            empty = np.isin(of_record, sets_with[key])
+            if not bool(empty[rows].all()):
+                return None
+            empty[rows] = False
+            kinds.insert(
+                0 if int(np.argmax(empty)) < int(rows[0]) else 1, (None, total - rows.size)
+            )
             lo = 0
         low = high = None
         if kind != "bytes_list" and values.size:
-            low = _first_extreme(values, counts, np.less)
-            high = _first_extreme(values, counts, np.greater)
-        out.append(KeySummary(key, kinds, records_with, lo, hi, low, high))
+            low = _first_extreme(values, held, np.less)
+            high = _first_extreme(values, held, np.greater)
+        out.append(KeySummary(key, kinds, total, lo, hi, low, high))
     return out
 
 
