@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _parse, _sequence, _stream
+from tfrecord_lite._examples import _batches as _stream
+from tfrecord_lite._examples import _parse, _sequence
 from tfrecord_lite._examples._engines import _buffers, _dispatch
 from tfrecord_lite._examples._engines import _numpy as _fastparse
 from tfrecord_lite._examples._engines import _numpy_keys as _keys

@@ -17,7 +17,7 @@ import pytest
 from test_parse_engine import KEYS, _records, _reference, _run, _same_runs, _specs
 
 import tfrecord_lite as tfr
-from tfrecord_lite._examples import _stream
+from tfrecord_lite._examples import _batches as _stream
 from tfrecord_lite._examples._engines import _buffers as _extracted
 from tfrecord_lite._examples._engines import _buffers as _fastparse
 from tfrecord_lite._record import _framing, _scan

@@ -18,7 +18,7 @@ with atheris.instrument_imports(include=["tfrecord_lite"]):
     import _common
 
     import tfrecord_lite as tfr
-    from tfrecord_lite._examples import _stream
+    from tfrecord_lite._examples import _batches as _stream
 
 
 def TestOneInput(data: bytes) -> None:

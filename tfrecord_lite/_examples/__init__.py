@@ -6,6 +6,7 @@ Other units import from this package only, and only these names.
 """
 
 from ._assemble import ParsedValue
+from ._batches import parse_batches, parse_sequence_stream, parse_stream
 from ._build import (
     bytes_feature,
     bytes_rows,
@@ -17,7 +18,7 @@ from ._build import (
     make_sequence_example,
 )
 from ._column_files import concat_parsed, read_examples, write_examples
-from ._columnar import ColumnarValue, ExampleColumn, ExampleColumns, parse_example_columns
+from ._columnar import ColumnarValue, ExampleColumn, parse_example_columns
 from ._encode_columns import encode_columns
 from ._infer import (
     DEFAULT_SAMPLE,
@@ -58,7 +59,6 @@ from ._sequence import (
     parse_sequence_example,
     parse_single_sequence_example,
 )
-from ._stream import parse_batches, parse_sequence_stream, parse_stream
 from ._values import RaggedValue, SparseValue
 
 __all__ = [
@@ -67,7 +67,6 @@ __all__ = [
     "ColumnarValue",
     "DType",
     "ExampleColumn",
-    "ExampleColumns",
     "FeatureSpec",
     "FeatureStats",
     "FixedLenFeature",

@@ -120,7 +120,7 @@ def _frame_by_backend(out: np.ndarray, roff: np.ndarray) -> None:
         view[b - 4 : b] = footer_of_crc(crc32c(view[a + HEADER_SIZE : b - 4]))
 
 
-class _Plan:
+class _Chunk:
     """A chunk's columns as the kernels take them, and every record's size (the first
     pass); :meth:`fill` builds the records."""
 
@@ -134,7 +134,7 @@ class _Plan:
         #: offs[i, c]: where record i's data starts in column c's bytes
         offs = np.zeros((n + 1, ncols), dtype=np.int64)
         self.addr = np.zeros(ncols, dtype=np.int64)
-        self.keep: list[np.ndarray] = []  # the byte sources, alive as long as the plan
+        self.keep: list[np.ndarray] = []  # the byte sources, alive as long as the chunk
         int_parts: list[np.ndarray] = []
         width = 0
         for c, col in enumerate(columns):
@@ -191,31 +191,32 @@ class _Plan:
         return out[:size]
 
 
-def _plan(columns: Sequence[EncodeColumn], n: int, framed: bool) -> Optional[_Plan]:
-    """The plan of ``columns``; None where the kernels cannot be loaded."""
+def _chunk(columns: Sequence[EncodeColumn], n: int, framed: bool) -> Optional[_Chunk]:
+    """``columns`` as the kernels take them, sized; None where the kernels cannot be
+    loaded."""
     try:
         kern = _load("_jit_encode_kernels")
     except Exception:
         return None
-    return _Plan(kern, columns, n, framed)
+    return _Chunk(kern, columns, n, framed)
 
 
 def jit_framed(columns: Sequence[EncodeColumn], n: int) -> Optional[FramedRecords]:
     """The ``n`` records of ``columns``, framed in one buffer (as a file holds them);
     None where the kernels cannot be loaded."""
-    plan = _plan(columns, n, True)
-    if plan is None:
+    chunk = _chunk(columns, n, True)
+    if chunk is None:
         return None
-    return FramedRecords(plan.fill().data, n)
+    return FramedRecords(chunk.fill().data, n)
 
 
 def jit_records(columns: Sequence[EncodeColumn], n: int) -> Optional[list[bytes]]:
     """The ``n`` records of ``columns``, one ``bytes`` each; None where the kernels
     cannot be loaded."""
-    plan = _plan(columns, n, False)
-    if plan is None:
+    chunk = _chunk(columns, n, False)
+    if chunk is None:
         return None
-    out, roff = plan.fill(), plan.roff
+    out, roff = chunk.fill(), chunk.roff
     size = int(roff[1])
     if size and int(roff[-1]) == n * size and bool((np.diff(roff) == size).all()):
         # records of one size: the rows of a void array, made in C

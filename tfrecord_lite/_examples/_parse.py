@@ -21,7 +21,7 @@ protobuf reference, with the same results.
 A feature spec is compiled once into a :class:`ParsePlan` (validated
 specs, the record keys read, each engine's key tables); every reader takes one.
 This module holds the extract step and the Example entry points; the assemble
-step is :mod:`._assemble`, chunked streams of batches :mod:`._stream`, and
+step is :mod:`._assemble`, chunked streams of batches :mod:`._batches`, and
 SequenceExamples :mod:`._sequence`.
 
 Error messages start with TensorFlow's own wording (``Name: <name>, Key: k, Index: i.

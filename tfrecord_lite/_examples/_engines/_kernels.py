@@ -20,7 +20,9 @@ that directory the kernels go to a folder named by a hash of every kernel source
 together (:func:`kernels_hash`): numba checks each cached function only against its
 own file's time stamp, so ``_jit_sequences`` (which calls ``_jit_kernels``' functions
 and inlines their code) would otherwise load a compile of the old code after only
-``_jit_kernels.py`` changed. numba reads its index files with ``pickle``, so
+``_jit_kernels.py`` changed. A folder of another version that no process has used
+for :data:`STALE_AFTER` (30 days) is removed when the cache is opened. numba reads
+its index files with ``pickle``, so
 a cache directory is used only if no other user can have written to it (see
 :func:`_cache_dir`): one another user owns or may write to is never read. A cache
 that cannot be read (corrupt, or written by another numba) is removed and written
@@ -31,16 +33,19 @@ process (with one ``RuntimeWarning``).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any, Optional
 
@@ -188,8 +193,46 @@ def _asked_for() -> str:
 
 
 def _private_folder(base: str) -> str:
-    """:func:`_kernels_folder` of ``base``, both checked private (created 0700)."""
-    return private_directory(_kernels_folder(private_directory(base)))
+    """:func:`_kernels_folder` of ``base``, both checked private (created 0700); its
+    time stamp renewed (this version uses it), and the folders of other versions left
+    unused there for :data:`STALE_AFTER` removed (:func:`_sweep`)."""
+    root = private_directory(base)
+    folder = private_directory(_kernels_folder(root))
+    with contextlib.suppress(OSError):
+        os.utime(folder)
+    _sweep(root, os.path.basename(folder))
+    return folder
+
+
+#: A folder of kernels another version compiled is removed once no process has used it
+#: for this long (seconds): versions installed side by side keep theirs.
+STALE_AFTER = 30 * 24 * 3600
+#: The name of a folder of compiled kernels (:func:`_kernels_folder`).
+_FOLDER_NAME = re.compile(r"kernels-[0-9a-f]{16}")
+
+
+def _sweep(root: str, keep: str) -> None:
+    """Remove from the cache directory ``root`` (already checked private: this user's
+    own, no one else may write to it) the folders of compiled kernels of other
+    versions not used for :data:`STALE_AFTER`: only folders right in ``root`` named as
+    this module names them (``kernels-<hash>``), never a symbolic link or what one
+    points to, never ``keep``. What cannot be removed is left."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name == keep or not _FOLDER_NAME.fullmatch(entry.name):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER:
+                continue
+            shutil.rmtree(entry.path)  # (refuses a symbolic link; follows none inside)
+        except OSError:
+            continue
 
 
 def _find_cache_dir() -> str:

@@ -69,7 +69,7 @@ from ._numpy_entries import _walk
 from ._numpy_keys import KeyTable, key_table
 from ._numpy_layout import _GiveUp, _layout_group
 from ._numpy_sequences import _sequence_window
-from ._numpy_wide import walk_sparse
+from ._numpy_wide import walk_wide
 from ._output import (
     MIN_BATCH,
     AnyColumn,
@@ -154,7 +154,7 @@ def _extract_sparse(
     ends = starts + lengths
     if len(buf) < _INT32_BYTES:
         starts, ends = starts.astype(np.int32), ends.astype(np.int32)
-    ok, cols = walk_sparse(buf, data, starts, ends, table, needed, zero)
+    ok, cols = walk_wide(buf, data, starts, ends, table, needed, zero)
     return ok, cols
 
 

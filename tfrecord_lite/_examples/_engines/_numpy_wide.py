@@ -30,10 +30,10 @@ from ._numpy_entries import (
 from ._numpy_keys import KeyTable
 from ._output import SparseColumn
 
-__all__ = ["walk_sparse"]
+__all__ = ["walk_wide"]
 
 
-def walk_sparse(
+def walk_wide(
     buf: Buffer,
     data: np.ndarray,
     starts: np.ndarray,
