@@ -18,7 +18,7 @@ from ._build import (
     make_sequence_example,
 )
 from ._column_files import concat_parsed, read_examples, write_examples
-from ._columnar import ColumnarValue, ExampleColumn, parse_example_columns
+from ._columnar import ColumnarValue, ExampleColumn, ExampleColumns, parse_example_columns
 from ._encode_columns import encode_columns
 from ._infer import (
     DEFAULT_SAMPLE,
@@ -67,6 +67,7 @@ __all__ = [
     "ColumnarValue",
     "DType",
     "ExampleColumn",
+    "ExampleColumns",
     "FeatureSpec",
     "FeatureStats",
     "FixedLenFeature",
