@@ -1,6 +1,7 @@
 """Engine benchmark: tfrecord_lite.spark / .daft / .hf against the library in one process.
 
-    python -m benchmarks.bench_engines [--records 25000] [--reps 3] [--out benchmarks/ENGINES.md]
+    python -m benchmarks.bench_engines [--records 25000] [--reps 3] [--engines spark daft hf]
+                                       [--out benchmarks/ENGINES.md]
 
 Runs from ``.venv-engines`` (``make test-engines`` installs it: PySpark 4 with the
 machine's Java 17, Daft, Hugging Face ``datasets``; no TensorFlow). In one run, on
@@ -13,7 +14,9 @@ the same files:
   ``tfrecord_lite.arrow.read_table`` of the same shards in this process with
   ``TFRECORD_LITE_THREADS=1`` (one core: GZIP inflates in the calling thread; the same
   parse into the same Arrow columns). Target: each engine's rate per core at least
-  half that rate.
+  half that rate. Beside them, Spark's ``toArrow()`` of the two columns (Arrow from the
+  data source to this process) and ``collect()`` of as many rows of two float columns
+  that Spark makes itself (``spark.range``): what ``collect()`` costs with no file read.
 * **write**: the same rows, cached in Spark, written as 16 GZIP shards by
   ``df.write.format("tfrecord")`` against ``tfrecord_lite.arrow.write_table`` of the
   table in this process (one thread). Target: Spark's rate per core at least half ours.
@@ -164,6 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mnist", type=int, default=7_500, help="MNIST-like records per shard")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--engines",
+        nargs="+",
+        choices=["spark", "daft", "hf"],
+        default=["spark", "daft", "hf"],
+        help="only these engines' rows",
+    )
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 1
     print(f"cores: {cores}", flush=True)
@@ -183,89 +193,127 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ours read_table, one thread: {t_ours:.2f} s ({n / t_ours:,.0f} records/s)", flush=True)
 
     # -- Spark (its Python workers inflate in their own thread: tfrecord_lite.spark's default)
-    spark = spark_session(cores)
+    spark = spark_session(cores) if "spark" in args.engines else None
     from tfrecord_lite import spark as tfspark
 
     def spark_df() -> Any:
         return tfspark.read_tfrecords(spark, paths, TAXI_FEATURES)
 
-    assert spark_df().count() == n
-    t = timed(lambda: spark_df().count(), args.reps)
-    results.append(row("Spark read, count()", n, t_ours, t, cores, ">= 0.5"))
-    t = timed(lambda: spark_df().select(*COLUMNS).collect(), args.reps)
-    results.append(row("Spark read, collect() of 2 columns", n, t_ours, t, cores, ">= 0.5"))
-    print(results[-2:], flush=True)
+    if spark is not None:
+        assert spark_df().count() == n
+        t = timed(lambda: spark_df().count(), args.reps)
+        results.append(row("Spark read, count()", n, t_ours, t, cores, ">= 0.5"))
+        t = timed(lambda: spark_df().select(*COLUMNS).collect(), args.reps)
+        results.append(row("Spark read, collect() of 2 columns", n, t_ours, t, cores, ">= 0.5"))
+        t = timed(lambda: spark_df().select(*COLUMNS).toArrow(), args.reps)
+        results.append(row("Spark read, toArrow() of 2 columns", n, t_ours, t, cores, ""))
+        # What collect() costs without any file or data source: the same number of rows
+        # of two float columns made by Spark itself, pickled to this process as Rows.
+        floor = spark.range(n).selectExpr(*(f"cast(id as float) as {c}" for c in COLUMNS))
+        t = timed(floor.collect, args.reps)
+        results.append(
+            row("collect() of 2 columns of spark.range, no file read", n, t_ours, t, cores, "")
+        )
+        print(results[-4:], flush=True)
 
     # -- writes: Spark (rows cached in Spark) against write_table in this process
     tmp = Path(tempfile.mkdtemp(prefix="bench-engines-"))
     try:
-        cached = spark_df().repartition(SHARDS).cache()
-        cached.count()
-
-        def ours_write() -> None:
-            tfa.write_table(table, str(tmp / "ours.tfrecord.gz"), compression="GZIP")
-
-        def spark_write() -> None:
-            cached.write.format("tfrecord").mode("overwrite").option("compression", "gzip").save(
-                str(tmp / "spark")
-            )
-
-        with one_thread():
-            t_w_ours = timed(ours_write, args.reps)
-        t_w_spark = timed(spark_write, args.reps)
-        assert sum(1 for _ in tfr.tf_record_iterator(str(tmp / "spark"), "auto")) == n
-        results.append(row("Spark write (GZIP shards)", n, t_w_ours, t_w_spark, cores, ">= 0.5"))
-        print(results[-1], flush=True)
-        cached.unpersist()
-        spark.stop()
-
-        # -- Daft
-        from tfrecord_lite import daft as tfdaft
-
-        def daft_df() -> Any:
-            return tfdaft.read_tfrecords(paths, TAXI_FEATURES)
-
-        assert daft_df().count_rows() == n
-        t = timed(lambda: daft_df().count_rows(), args.reps)
-        results.append(row("Daft read, count_rows()", n, t_ours, t, cores, ">= 0.5"))
-        t = timed(lambda: daft_df().select(*COLUMNS).to_pydict(), args.reps)
-        results.append(row("Daft read, to_pydict() of 2 columns", n, t_ours, t, cores, ">= 0.5"))
-        print(results[-2:], flush=True)
-
-        # -- Hugging Face datasets
-        import datasets
-
-        from tfrecord_lite import hf as tfhf
-
-        datasets.disable_progress_bars()
-        mpaths = mnist_shards(args.mnist)
-        m = MNIST_SHARDS * args.mnist
-        counter = iter(range(10**9))
-
-        def ours_hf() -> None:
-            cache = tmp / f"hf-{next(counter)}"
-            ds = tfhf.load_dataset(mpaths, MNIST_FEATURES, cache_dir=str(cache))
-            assert len(ds) == m
-
-        def their_hf() -> None:
-            k = next(counter)
-            ds = datasets.Dataset.from_generator(
-                record_by_record,
-                gen_kwargs={"files": mpaths},
-                cache_dir=str(tmp / f"gen-{k}"),
-                fingerprint=f"bench-engines-{os.getpid()}-{k}",
-            )
-            assert len(ds) == m
-
-        t_hf = timed(ours_hf, args.reps)
-        t_gen = timed(their_hf, args.reps)
-        r = row("HF Dataset from MNIST-like shards", m, t_gen, t_hf, 1, ">= 5")
-        r["per_core"] = t_gen / t_hf  # a speed-up, both in one process
-        results.append(r)
-        print(results[-1], flush=True)
+        if spark is not None:
+            _spark_write(spark_df, table, tmp, args.reps, n, cores, results)
+            spark.stop()
+        if "daft" in args.engines:
+            _daft(paths, args.reps, n, t_ours, cores, results)
+        if "hf" in args.engines:
+            _hf(args.mnist, args.reps, tmp, results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _report(args, cores, results)
+    return 0
 
+
+def _spark_write(
+    spark_df: Callable[[], Any],
+    table: Any,
+    tmp: Path,
+    reps: int,
+    n: int,
+    cores: int,
+    results: list[dict[str, Any]],
+) -> None:
+    """Spark's write (rows cached in Spark) against write_table in this process."""
+    from tfrecord_lite import arrow as tfa
+
+    cached = spark_df().repartition(SHARDS).cache()
+    cached.count()
+
+    def ours_write() -> None:
+        tfa.write_table(table, str(tmp / "ours.tfrecord.gz"), compression="GZIP")
+
+    def spark_write() -> None:
+        cached.write.format("tfrecord").mode("overwrite").option("compression", "gzip").save(
+            str(tmp / "spark")
+        )
+
+    with one_thread():
+        t_w_ours = timed(ours_write, reps)
+    t_w_spark = timed(spark_write, reps)
+    assert sum(1 for _ in tfr.tf_record_iterator(str(tmp / "spark"), "auto")) == n
+    results.append(row("Spark write (GZIP shards)", n, t_w_ours, t_w_spark, cores, ">= 0.5"))
+    print(results[-1], flush=True)
+    cached.unpersist()
+
+
+def _daft(
+    paths: list[str], reps: int, n: int, t_ours: float, cores: int, results: list[dict[str, Any]]
+) -> None:
+    from tfrecord_lite import daft as tfdaft
+
+    def daft_df() -> Any:
+        return tfdaft.read_tfrecords(paths, TAXI_FEATURES)
+
+    assert daft_df().count_rows() == n
+    t = timed(lambda: daft_df().count_rows(), reps)
+    results.append(row("Daft read, count_rows()", n, t_ours, t, cores, ">= 0.5"))
+    t = timed(lambda: daft_df().select(*COLUMNS).to_pydict(), reps)
+    results.append(row("Daft read, to_pydict() of 2 columns", n, t_ours, t, cores, ">= 0.5"))
+    print(results[-2:], flush=True)
+
+
+def _hf(per_shard: int, reps: int, tmp: Path, results: list[dict[str, Any]]) -> None:
+    import datasets
+
+    from tfrecord_lite import hf as tfhf
+
+    datasets.disable_progress_bars()
+    mpaths = mnist_shards(per_shard)
+    m = MNIST_SHARDS * per_shard
+    counter = iter(range(10**9))
+
+    def ours_hf() -> None:
+        cache = tmp / f"hf-{next(counter)}"
+        ds = tfhf.load_dataset(mpaths, MNIST_FEATURES, cache_dir=str(cache))
+        assert len(ds) == m
+
+    def their_hf() -> None:
+        k = next(counter)
+        ds = datasets.Dataset.from_generator(
+            record_by_record,
+            gen_kwargs={"files": mpaths},
+            cache_dir=str(tmp / f"gen-{k}"),
+            fingerprint=f"bench-engines-{os.getpid()}-{k}",
+        )
+        assert len(ds) == m
+
+    t_hf = timed(ours_hf, reps)
+    t_gen = timed(their_hf, reps)
+    r = row("HF Dataset from MNIST-like shards", m, t_gen, t_hf, 1, ">= 5")
+    r["per_core"] = t_gen / t_hf  # a speed-up, both in one process
+    results.append(r)
+    print(results[-1], flush=True)
+
+
+def _report(args: argparse.Namespace, cores: int, results: list[dict[str, Any]]) -> None:
     lines = [
         "# Engine benchmark (tfrecord_lite.spark / .daft / .hf)",
         "",
@@ -296,7 +344,6 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
-    return 0
 
 
 if __name__ == "__main__":
