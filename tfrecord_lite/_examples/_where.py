@@ -37,7 +37,9 @@ def _shape_str(shape: Sequence[Any]) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def _preview(record: bytes, limit: int = 40) -> str:
+def preview(record: bytes, limit: int = 40) -> str:
+    """The first ``limit`` bytes of ``record``, escaped, as TensorFlow's parse errors
+    show a record."""
     text = record[:limit].decode("latin-1").encode("unicode_escape").decode("ascii")
     return text + ("..." if len(record) > limit else "")
 

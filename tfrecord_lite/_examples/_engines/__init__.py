@@ -39,21 +39,26 @@ The engines
   background (:mod:`._kernels`).
 
 :func:`choose` picks the engine for a batch (one rule for Examples,
-SequenceExamples and the compiled writers). The wire facts both engines read (the
-kind numbering, the tags, :mod:`._keyhash`'s key hash) are written once.
+SequenceExamples and the compiled writers), and the dispatcher (:mod:`._dispatch`:
+:func:`extract_examples`, :func:`extract_sequence_columns`) sends the batch there;
+a plan keeps each engine's state (:class:`EngineState`: engine name -> its key
+tables). The pieces every engine shares are written once: the buffer and its
+windows (:mod:`._buffers`), the columns (:mod:`._output`), the key hash
+(:mod:`._keyhash`), and the wire facts, one kind numbering and the tags, which the
+writers share too (:mod:`tfrecord_lite._examples._feature_kinds`). No engine imports
+another's private pieces; the rest of ``_examples`` imports only the names below.
 """
 
 from __future__ import annotations
 
-from ._buffers import WINDOW_BYTES, record_lengths
-from ._choose import EXAMPLE_KERNELS, SEQUENCE_KERNELS, choose
+from ._buffers import WINDOW_BYTES
+from ._choose import choose
 from ._dispatch import EngineState, extract_examples, extract_sequence_columns
 from ._jit import JitTable
 from ._kernels import jit_available
 from ._kernels import load as load_kernels
 from ._numpy_keys import KeyTable
 from ._output import (
-    MIN_BATCH,
     AnyColumn,
     FastColumn,
     SequenceColumns,
@@ -68,9 +73,6 @@ from ._output import (
 from ._reference import decode_records, reference_column, reference_columns
 
 __all__ = [
-    "EXAMPLE_KERNELS",
-    "MIN_BATCH",
-    "SEQUENCE_KERNELS",
     "WINDOW_BYTES",
     "AnyColumn",
     "EngineState",
@@ -90,7 +92,6 @@ __all__ = [
     "load_kernels",
     "merge_columns",
     "merge_sparse",
-    "record_lengths",
     "reference_column",
     "reference_columns",
     "wide",

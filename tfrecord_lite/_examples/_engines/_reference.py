@@ -10,7 +10,7 @@ results define the engines': they give the same columns for every record they re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -19,14 +19,27 @@ from ... import example_pb2
 from ..._errors import ParseError
 from .._floats import float_values
 from .._schema import DType, dtype_of_kind, float32, string
-from .._where import _preview, _Where
+from .._where import preview
 from ._output import FastColumn
 
-__all__ = ["decode_records", "reference_column", "reference_columns"]
+__all__ = ["Located", "decode_records", "reference_column", "reference_columns"]
+
+
+class Located(Protocol):
+    """Where the records of a parse are, for its error messages (the parse's
+    ``_Where``, worded as TensorFlow's parse ops word them)."""
+
+    def name(self, i: int) -> str:
+        """Record ``i`` 's name (``example_names``)."""
+        ...
+
+    def type_error(self, i: int, key: str, got: DType, expected: DType) -> ParseError:
+        """The error of record ``i`` holding another kind of list for ``key``."""
+        ...
 
 
 def decode_records(
-    records: Sequence[bytes], where: _Where, message: Any, indices: Optional[Sequence[int]] = None
+    records: Sequence[bytes], where: Located, message: Any, indices: Optional[Sequence[int]] = None
 ) -> list[Any]:
     """Parse each record with protobuf; ``indices`` are the records' batch positions."""
     out = []
@@ -36,18 +49,18 @@ def decode_records(
             out.append(parse(rec))
         except (DecodeError, RuntimeError, ValueError) as err:
             if message is example_pb2.Example:
-                text = f"Could not parse example input, value: '{_preview(rec)}' ({err})"
+                text = f"Could not parse example input, value: '{preview(rec)}' ({err})"
             else:
                 text = (
                     f"Invalid protocol message input, example id: {where.name(i)}: could not "
-                    f"parse sequence example input, value: '{_preview(rec)}' ({err})"
+                    f"parse sequence example input, value: '{preview(rec)}' ({err})"
                 )
             raise ParseError(text, index=i) from None
     return out
 
 
 def _feature_values(
-    feature: Any, key: str, dtype: DType, i: int, where: _Where
+    feature: Any, key: str, dtype: DType, i: int, where: Located
 ) -> Optional[list[Any]]:
     """The values of one ``Feature`` if it has the right kind; ``None`` if it has none."""
     kind = feature.WhichOneof("kind")
@@ -62,7 +75,7 @@ def reference_column(
     feature_maps: list[Any],
     key: str,
     dtype: DType,
-    where: _Where,
+    where: Located,
     indices: Optional[Sequence[int]] = None,
 ) -> FastColumn:
     """Key ``key`` 's column over protobuf's parsed feature maps; the error of a value
@@ -97,7 +110,7 @@ def reference_column(
 def reference_columns(
     feature_maps: list[Any],
     needed: Mapping[str, DType],
-    where: _Where,
+    where: Located,
     indices: Optional[Sequence[int]] = None,
 ) -> dict[str, FastColumn]:
     """The reference's columns: one :class:`~._output.FastColumn` per key read, from
