@@ -319,3 +319,10 @@ def test_a_bad_record_is_named_by_file_index_and_offset(tmp_path: Path) -> None:
     assert err.value.path == str(path)
     assert err.value.index == 20
     assert err.value.offset == offset
+    # A file object: the record's index in it (it was the index in its batch, 4).
+    with pytest.raises(tfr.ParseError) as err:
+        tfa.read_table(io.BytesIO(path.read_bytes()), features, batch_size=16)
+    assert (err.value.path, err.value.index) == (None, 20)
+    with open(path, "rb") as f, pytest.raises(tfr.ParseError) as err:
+        tfa.read_table(f, features, batch_size=16)
+    assert (err.value.path, err.value.index) == (str(path), 20)

@@ -164,17 +164,23 @@ def _convert(plan: ReadPlan, batch: Sequence[bytes], parts: list[_Part]) -> pa.T
 
 
 def _located(err: ParseError, parts: list[_Part]) -> ParseError:
-    """``err`` (its index counted in the batch) with the file, index and offset of its record."""
+    """``err`` (its index counted in the batch) with the file, index and offset of its
+    record (a file object: its name, if it has one, and the index)."""
     if err.index is None or err.path is not None:
         return err
     part = next((p for p in reversed(parts) if p.start <= err.index), None)
-    if part is None or is_file_object(part.source):
+    if part is None:
         return err
-    path = str(part.source)
+    if is_file_object(part.source):
+        name = getattr(part.source, "name", None)
+        path: Optional[str] = name if isinstance(name, str) else None
+    else:
+        path = str(part.source)
     if part.first is None:
         return ParseError(err.message, key=err.key, path=path)
     index = part.first + err.index - part.start
-    return ParseError(err.message, key=err.key, path=path, index=index, offset=_offset(path, index))
+    offset = None if path is None or is_file_object(part.source) else _offset(path, index)
+    return ParseError(err.message, key=err.key, path=path, index=index, offset=offset)
 
 
 def _offset(path: str, index: int) -> Optional[int]:
