@@ -114,10 +114,10 @@ def by_windows(
     reused by the allocator, not faulted in afresh; the windows' columns joined (keys
     ``names``). None when no record was handled."""
     n = len(records)
-    cuts = _window_cuts(records, lengths)
-    if len(cuts) <= 2:
+    if int(lengths.sum()) <= WINDOW_BYTES:  # (the common case: one window, no cuts)
         part = one(records, lengths)
         return part if part is not None and part[0].any() else None
+    cuts = _window_cuts(records, lengths)
     handled = np.zeros(n, dtype=bool)
     found: list[tuple[int, Mapping[str, AnyColumn]]] = []
     for a, b in zip(cuts[:-1], cuts[1:]):
@@ -139,9 +139,9 @@ def sequences_by_windows(
 ) -> Optional[SequenceColumns]:
     """:func:`by_windows` for SequenceExamples: None as soon as a window has a record
     the engine leaves to the reference (the batch goes there whole)."""
-    cuts = _window_cuts(records, lengths)
-    if len(cuts) <= 2:
+    if int(lengths.sum()) <= WINDOW_BYTES:
         return one(records, lengths)
+    cuts = _window_cuts(records, lengths)
     parts = []
     for a, b in zip(cuts[:-1], cuts[1:]):
         part = one(records[a:b], lengths[a:b])
