@@ -163,7 +163,7 @@ def _entry(entry: Buffer, place: str, value: Callable[[Buffer], None]) -> None:
             raise _Accident(_where(n, w, f"in an entry of {place}"))
 
 
-def _walk(buf: Buffer) -> tuple[int, bool]:
+def _count_fields(buf: Buffer) -> tuple[int, bool]:
     """``(features and feature lists, whether it has feature lists)`` of a proper record;
     raises _Accident (not an Example) or ParseError (broken)."""
     count, lists = 0, False
@@ -198,10 +198,10 @@ def _guess(buf: Buffer) -> Optional[str]:
     numbers = [n for n, w, _, _ in fields if w == WIRETYPE_LENGTH_DELIMITED]
     if len(numbers) == len(fields) and set(numbers) <= {1, 2} and numbers.count(2) <= 1:
         try:
-            walked = [_walk(buf[s:e]) for _, _, s, e in fields]
+            counted = [_count_fields(buf[s:e]) for _, _, s, e in fields]
         except (_Accident, ParseError):
             return None
-        if all(not lists for _, lists in walked) and any(count for count, _ in walked):
+        if all(not lists for _, lists in counted) and any(count for count, _ in counted):
             return ELWC
     return None
 
@@ -285,7 +285,7 @@ class KindProbe:
             return
         self.records += 1
         try:
-            count, lists = _walk(record)
+            count, lists = _count_fields(record)
         except _Accident as odd:
             self.accidental += 1
             self.reasons.append(str(odd))
