@@ -103,7 +103,8 @@ class Builder:
         The result is a :class:`~tfrecord_lite.TFRecordDataset`: chain ``shuffle``,
         ``batch``, ``prefetch``, ``shard`` ... on it. ``num_parallel_calls=N`` (or
         :data:`~tfrecord_lite.AUTOTUNE`) decodes on N threads, keeping the order
-        (worth it for images: Pillow releases the GIL while decoding).
+        (worth it for images: Pillow releases the GIL while decoding). Shards may be
+        GZIP or ZLIB files (TFDS names them alike): the compression is detected per file.
         """
         rc = read_config or ReadConfig()
         instructions = file_instructions(split, self.info.splits)
@@ -111,7 +112,7 @@ class Builder:
             raise ValueError(f"split {split!r} of {self.info.name} holds no examples")
         files = [fi.filename for fi in instructions]
         check_files(files)
-        ds: TFRecordDataset = TFRecordDataset(files, compression="")
+        ds: TFRecordDataset = TFRecordDataset(files, compression="auto")
         windows = {
             fi.filename: (fi.skip, fi.take)
             for fi in instructions

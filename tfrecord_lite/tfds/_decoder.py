@@ -572,7 +572,7 @@ class _Decode:
         if err.path is not None or not record:
             return err
         for path in self.files:
-            f = TFRecordFile(path, compression="")
+            f = TFRecordFile(path, compression="auto")
             try:
                 for i, data in enumerate(f):
                     if data == record:
