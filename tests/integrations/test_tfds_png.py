@@ -166,3 +166,11 @@ def test_the_zlib_setting_leaves_pngs_to_pillow() -> None:
     with tfr.options(deflate_backend="zlib"):
         assert features._stored_png(_pngs()["rgb"], None) is None
     assert features._stored_png(_pngs()["rgb"], None) is not None
+
+
+@pytest.mark.parametrize("size", [0, 1, 65535, 65536, 131071])
+def test_stored_streams_inflate_to_the_data(size: int) -> None:
+    raw = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    inflate = zlib.decompressobj()
+    assert inflate.decompress(features._stored_zlib(raw, zlib.adler32)) == raw
+    assert inflate.eof and not inflate.unused_data

@@ -248,6 +248,22 @@ def _stored_png(data: bytes, max_pixels: Optional[int]) -> Optional[bytes]:
             return None
     except Exception:  # a damaged stream: Pillow words it
         return None
-    body = b"IDAT" + zlib.compress(raw, 0)
-    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body))
-    return data[:8] + b"".join(before) + chunk + b"".join(after)
+    body = _stored_zlib(raw, getattr(inflater, "adler32", zlib.adler32))
+    crc = getattr(inflater, "crc32", zlib.crc32)(body, zlib.crc32(b"IDAT"))
+    head = struct.pack(">I4s", len(body), b"IDAT")
+    return b"".join([data[:8], *before, head, body, struct.pack(">I", crc), *after])
+
+
+def _stored_zlib(raw: bytes, adler32: Any) -> bytes:
+    """``raw`` as a zlib stream of stored deflate blocks of up to 65,535 bytes (as
+    ``zlib.compress(raw, 0)`` stores it, in a quarter of its time with a fast
+    Adler-32)."""
+    parts = [b"\x78\x01"]
+    size = len(raw)
+    for start in range(0, max(size, 1), 65535):
+        piece = raw[start : start + 65535]
+        last = start + 65535 >= size
+        parts.append(struct.pack("<BHH", last, len(piece), len(piece) ^ 0xFFFF))
+        parts.append(piece)
+    parts.append(struct.pack(">I", adler32(raw) & 0xFFFFFFFF))
+    return b"".join(parts)
