@@ -10,7 +10,9 @@
 ...     for batch in ds:            # dict of columns, as parse_example returns
 ...         ...
 
-How ``shard`` splits files and records is told in :mod:`._source`.
+How ``shard`` splits files and records is told in :mod:`._source`; how
+``global_shuffle`` and ``shard(by="range")`` read records by number, in
+:mod:`._source_indexed`.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from .._files import READ_BLOCK_SIZE, PathOrFile, expand_paths, is_file_object, 
 from .._record import SkipReport
 from ._dataset import Dataset
 from ._op import _count, _threads
+from ._ops_map import _Map
 from ._ops_parse import _Parse, _ParseSequence
 from ._ops_shuffle import _seed_entropy
 from ._source import _Source
+from ._source_indexed import _IndexedSource, indexed
 
 __all__ = ["TFRecordDataset"]
 
@@ -147,15 +151,62 @@ class TFRecordDataset(Dataset):
         on whole files (error if too few), ``by="record"`` always splits records
         (balanced to ±1 record per file-length difference, but every shard reads
         every file it has records in).
+
+        ``by="range"`` gives each shard one contiguous run of the records, the
+        files taken in sorted order: exactly ``R // num_shards`` or one more of
+        the ``R`` records (the first ``R % num_shards`` shards get one more), read
+        by their number. It needs every file's index (:func:`create_index`,
+        ``tfrecord-lite index``; GZIP/ZLIB files too), and
+        :class:`~tfrecord_lite.RandomAccessError` says so when one has none.
+        Records are then read in file order (``interleave`` does not apply;
+        ``shuffle_files`` orders the files' runs); a later ``shard`` (DataLoader
+        workers, ranks) splits the run record by record.
         """
         n = _count("num_shards", num_shards, 1)
         i = _count("index", index, 0)
         if i >= n:
             raise ValueError(f"shard index must be in [0, {n}), got {i}")
-        if by not in ("auto", "file", "record"):
-            raise ValueError(f"by must be 'auto', 'file' or 'record', got {by!r}")
+        if by not in ("auto", "file", "record", "range"):
+            raise ValueError(f"by must be 'auto', 'file', 'record' or 'range', got {by!r}")
         new: TFRecordDataset = self._derive(shards=(*self._source.shards, (n, i, by)))
+        if by == "range" and not isinstance(new._source, _IndexedSource):
+            new._source = indexed(new._source)
         new._source.plan()  # raises now if by="file" cannot be honoured
+        return new
+
+    def global_shuffle(
+        self,
+        seed: Optional[int] = None,
+        reshuffle_each_iteration: bool = True,
+        name: Optional[str] = None,
+    ) -> TFRecordDataset:
+        """Every record in a random order: a permutation of all of them (tf.data's ``global_shuffle``).
+
+        Unlike :meth:`shuffle`, which mixes a buffer of records as they are read,
+        any record may come first; memory is 8 bytes a record (the permutation),
+        not a buffer of records. Records are read by their number, so every file
+        needs an index (:func:`create_index` or ``tfrecord-lite index``; a GZIP/ZLIB
+        file's binary index with seek points, each record read inflates from the
+        nearest seek point): :class:`~tfrecord_lite.RandomAccessError` says so when
+        one has none. ``reshuffle_each_iteration=False`` keeps one order for every
+        epoch; with ``seed=None`` the order is fixed when this is called.
+
+        :meth:`shard` still splits the input records (applied before the
+        permutation, each shard shuffling its own records: exact and disjoint);
+        ``interleave`` does not apply. As in tf.data, it must come before anything
+        that is not one record in, one element out: it may follow :meth:`parse`
+        and :meth:`map`, not ``batch``, ``filter`` or ``shuffle``.
+        """
+        for op in self._ops:
+            if not isinstance(op, (_Parse, _ParseSequence, _Map)):
+                raise ValueError(
+                    f"global_shuffle() shuffles records, and {op.describe()} comes before "
+                    "it; call it before batch(), filter(), shuffle(), take() ..."
+                )
+        shuffle = (_seed_entropy(seed), bool(reshuffle_each_iteration))
+        new: TFRecordDataset = self._derive()
+        new._source = indexed(self._source, global_shuffle=shuffle)
+        new._source.plan()
         return new
 
     def shuffle_files(
@@ -282,10 +333,12 @@ class TFRecordDataset(Dataset):
     def __repr__(self) -> str:
         src = self._source
         parts = [f"TFRecordDataset(files={len(src.files)})"]
-        for n, i, _ in src.shards:
-            parts.append(f"shard({n}, {i})")
+        for n, i, by in src.shards:
+            parts.append(f"shard({n}, {i}, by='range')" if by == "range" else f"shard({n}, {i})")
         if src.file_shuffle is not None:
             parts.append("shuffle_files()")
+        if getattr(src, "global_shuffle", None) is not None:
+            parts.append("global_shuffle()")
         if src.cycle_length > 1:
             parts.append(f"interleave({src.cycle_length}, {src.block_length})")
         parts.extend(op.describe() for op in self._ops)
