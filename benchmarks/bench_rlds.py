@@ -20,8 +20,9 @@ Target: episodes at least 2x TFDS's rate. Each timing is the median of ``--reps`
 after one warm-up run, as wall-clock seconds and as the process's CPU seconds (all its
 threads), which a machine shared with other work disturbs less. Both read with their
 defaults: TFDS decodes on its tf.data thread pool, tfrecord_lite decodes an episode's
-frames on its frame pool (``tfrecord_lite.tfds._frames``). The machine's core count is
-printed.
+frames on its frame pool (``tfrecord_lite.tfds._frames``), PNG image data inflated by
+ISA-L and handed to Pillow stored (``tfrecord_lite.tfds._image_features``). The
+machine's core count and load average are printed.
 """
 
 from __future__ import annotations
@@ -129,6 +130,14 @@ def prepare(episodes: int, images: bool = True) -> Path:
     return Path(builder.data_dir)
 
 
+def _load() -> str:
+    """The machine's load average (1 / 5 / 15 min), for the record."""
+    if not hasattr(os, "getloadavg"):
+        return ""
+    one, five, fifteen = os.getloadavg()
+    return f", load {one:.1f} / {five:.1f} / {fifteen:.1f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=40)
@@ -168,7 +177,7 @@ def main() -> None:
     print(
         f"{args.episodes} episodes{' (no images)' if args.no_images else ''}, {steps:,} steps ({sum(f.stat().st_size for f in path.iterdir()) / 2**20:.1f} MiB), "
         f"{os.cpu_count()} cores, tensorflow {tf.__version__}, tensorflow-datasets "
-        f"{tfds_real.__version__}, median of {args.reps}"
+        f"{tfds_real.__version__}, median of {args.reps}{_load()}"
     )
     print()
     print(
