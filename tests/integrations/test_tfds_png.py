@@ -69,6 +69,7 @@ def _pngs() -> dict[str, bytes]:
         "rgb": _png(rgb),
         "gray": _png(gray),
         "rgba": _png(rgba),
+        "gray+alpha": _png(np.dstack([gray, 255 - gray])),
         "palette+tRNS": buf.getvalue(),
         "gray16": buf16.getvalue(),
         "bilevel": bilevel.getvalue(),
@@ -116,9 +117,28 @@ def test_the_image_data_reaches_pillow_stored(monkeypatch: pytest.MonkeyPatch) -
         return real_open(fp, *args, **kwargs)
 
     monkeypatch.setattr(Image, "open", spy)
-    features.decode_image_bytes(_pngs()["rgb"], 3, np.dtype(np.uint8))
+    features.decode_image_bytes(_pngs()["palette+tRNS"], 3, np.dtype(np.uint8))
     (stream,) = [body for kind, body in _chunks(seen[0]) if kind == b"IDAT"]
     assert stream[:2] == b"\x78\x01" and stream[2] & 0b110 == 0  # zlib, stored blocks
+
+
+@pytest.mark.parametrize("name", ["rgb", "gray", "rgba", "gray+alpha", "many IDAT"])
+def test_plain_pngs_skip_image_open(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    want = features.decode_image_bytes(_pngs()[name], 0, np.dtype(np.uint8))
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Image.open was called")
+
+    monkeypatch.setattr(Image, "open", refuse)
+    got = features.decode_image_bytes(_pngs()[name], 0, np.dtype(np.uint8))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_pngs_with_other_chunks_go_through_image_open() -> None:
+    rgb = _pngs()["rgb"]
+    text = rgb[:33] + _chunk(b"tEXt", b"a\x00b") + rgb[33:]
+    stored = features._stored_png(text, None)
+    assert stored is not None and features._plain_png(Image, stored) is None
 
 
 def _damaged() -> dict[str, bytes]:

@@ -5,9 +5,11 @@ as 4-channel PNGs).
 PNG image data is inflated by the library's faster inflater (ISA-L, else zlib-ng, as
 the ``deflate_backend`` setting allows) and handed to Pillow stored, so Pillow only
 undoes the PNG filters: about a quarter less time a frame than Pillow's own zlib
-(:func:`_stored_png`). The pixels are Pillow's either way; anything unusual (an
-interlaced or damaged file, data after the image) goes to Pillow as it is, which
-decodes it or words the error.
+(:func:`_stored_png`); a plain 8-bit PNG (only IHDR, IDAT and IEND, as TFDS writes
+them) is then decoded from that stream without ``Image.open`` (:func:`_plain_png`),
+whose Python would hold the GIL against the frame pool's other threads. The pixels are
+Pillow's either way; anything unusual (an interlaced or damaged file, data after the
+image) goes to Pillow as it is, which decodes it or words the error.
 """
 
 from __future__ import annotations
@@ -122,8 +124,10 @@ def decode_image_bytes(data: bytes, channels: int, dtype: np.dtype[Any]) -> np.n
     png = _png_info(data)
     stored = _stored_png(data, pil.MAX_IMAGE_PIXELS) if png is not None else None
     try:
-        img = pil.open(io.BytesIO(data if stored is None else stored))
-        img.load()
+        img = _plain_png(pil, stored) if stored is not None else None
+        if img is None:
+            img = pil.open(io.BytesIO(data if stored is None else stored))
+            img.load()
     except (OSError, SyntaxError, ValueError, EOFError, pil.DecompressionBombError) as err:
         raise ParseError(f"cannot decode image: {err}") from None
     sixteen = png is not None and png[0] == 16
@@ -252,6 +256,31 @@ def _stored_png(data: bytes, max_pixels: Optional[int]) -> Optional[bytes]:
     crc = getattr(inflater, "crc32", zlib.crc32)(body, zlib.crc32(b"IDAT"))
     head = struct.pack(">I4s", len(body), b"IDAT")
     return b"".join([data[:8], *before, head, body, struct.pack(">I", crc), *after])
+
+
+#: Pillow's mode (and raw mode) of an 8-bit PNG, by colour type.
+_PLAIN_MODES = {0: "L", 2: "RGB", 4: "LA", 6: "RGBA"}
+
+
+def _plain_png(pil: Any, stored: bytes) -> Optional[Any]:
+    """The image of ``stored`` (a :func:`_stored_png` result) decoded straight from its
+    stream by Pillow's PNG data decoder, without ``Image.open`` 's chunk reading: only
+    for an 8-bit grey, RGB, grey + alpha or RGBA image that has no chunk but IHDR, IDAT
+    and IEND (nothing for ``open`` to note: no palette, transparency or text), else
+    None. The same decoder and scanlines as ``open``, so the same pixels."""
+    mode = _PLAIN_MODES.get(stored[25]) if stored[24] == 8 else None
+    if mode is None or stored[8:16] != b"\x00\x00\x00\x0dIHDR":
+        return None
+    width, height = struct.unpack_from(">II", stored, 16)
+    pos = 33  # after the signature and IHDR
+    (length,) = struct.unpack_from(">I", stored, pos)
+    end = pos + 12 + length
+    if stored[pos + 4 : pos + 8] != b"IDAT" or stored[end:] != _IEND:
+        return None
+    return pil.frombytes(mode, (width, height), stored[pos + 8 : end - 4], "zip", mode)
+
+
+_IEND = b"\x00\x00\x00\x00IEND\xae\x42\x60\x82"
 
 
 def _stored_zlib(raw: bytes, adler32: Any) -> bytes:
