@@ -142,6 +142,22 @@ def _check_optional_threads(value: Any) -> Optional[int]:
     return None if value is None else _check_threads(value)
 
 
+def _parse_bytes(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(text) from None
+    return _check_bytes(n)
+
+
+def _check_bytes(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"an int number of bytes; got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(value)
+    return value
+
+
 def _parse_path(text: str) -> str:
     return os.path.expanduser(text)
 
@@ -277,6 +293,18 @@ SETTINGS: Mapping[str, Setting] = MappingProxyType(
                 _check_path,
                 "Where tfrecord_lite.tfds.load and builder look for prepared datasets "
                 "(TensorFlow Datasets' own variable).",
+            ),
+            Setting(
+                "gzip_span_cache",
+                "TFRECORD_LITE_GZIP_SPAN_CACHE",
+                64 << 20,
+                "a number of bytes, 0 or more (0: off)",
+                _parse_bytes,
+                _check_bytes,
+                "Random reads into GZIP/ZLIB files keep the inflated spans between seek "
+                "points they read, most recently used first, up to this many bytes per "
+                "process (a span over a quarter of it is not kept), so records near one "
+                "another are inflated once.",
             ),
             Setting(
                 "crc_backend",
@@ -478,6 +506,11 @@ def cache_dir() -> str:
 def tfds_data_dir() -> str:
     """Where prepared TFDS datasets are: ``$TFDS_DATA_DIR``, else ``~/tensorflow_datasets``."""
     return os.path.expanduser(str(get("tfds_data_dir")))
+
+
+def gzip_span_cache() -> int:
+    """The bytes of inflated GZIP/ZLIB spans random reads may keep (0: none)."""
+    return int(get("gzip_span_cache"))
 
 
 def crc_backend() -> str:

@@ -12,16 +12,27 @@ The inflater a read leaves off with is kept, so a read that starts at or after
 where the last one ended (iterating, consecutive slices) goes on from there
 instead of from a seek point. Each read takes the kept inflater for itself, so
 threads can read at once (each from its own seek point).
+
+Random reads (a shuffled ``MapDataset``, ``global_shuffle``) land anywhere: a read
+that lies within one span between two seek points inflates that whole span and
+keeps it in a per-process cache of spans, least recently used dropped first, up
+to the ``gzip_span_cache`` setting's bytes (``TFRECORD_LITE_GZIP_SPAN_CACHE``; 0:
+off), so the next records read from that span cost a slice. A span over a quarter
+of the cache (a file without seek points inside its stream) is not kept; a span
+that inflates short is never kept (the caller raises for the short read).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import zlib
+from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .. import _settings
 from ._gzindex import START, GzIndex, SeekPoint
 from ._restart import restart
 from ._sniff import GZIP_MAGIC
@@ -126,6 +137,40 @@ class _Cursor:
         return b""
 
 
+class _Spans:
+    """The per-process cache of inflated spans: (reader, seek point) -> bytes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spans: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self.nbytes = 0
+
+    def get(self, key: tuple[int, int]) -> Optional[bytes]:
+        with self.lock:
+            span = self.spans.get(key)
+            if span is not None:
+                self.spans.move_to_end(key)
+            return span
+
+    def put(self, key: tuple[int, int], span: bytes, budget: int) -> None:
+        with self.lock:
+            if key in self.spans:
+                return
+            self.spans[key] = span
+            self.nbytes += len(span)
+            while self.nbytes > budget and self.spans:
+                self.nbytes -= len(self.spans.popitem(last=False)[1])
+
+    def forget(self, reader: int) -> None:
+        with self.lock:
+            for key in [k for k in self.spans if k[0] == reader]:
+                self.nbytes -= len(self.spans.pop(key))
+
+
+_SPANS = _Spans()
+_READER_IDS = itertools.count()
+
+
 class GzRanges:
     """``read(start, n)``: bytes of the decompressed stream (see the module docs)."""
 
@@ -135,6 +180,34 @@ class GzRanges:
         self._outs = np.array([p.out for p in index.points], dtype=np.int64)
         self._lock = threading.Lock()
         self._kept: Optional[_Cursor] = None
+        self._id = next(_READER_IDS)
+
+    def _cached(self, start: int, n: int) -> Optional[bytes]:
+        """The bytes from the cached span ``start`` lies in (inflated and kept now if
+        the read lies within one span the cache may hold); None: read as usual."""
+        budget = _settings.gzip_span_cache()
+        if budget <= 0:
+            return None
+        k = self.point_before(start)
+        lo = int(self._outs[k])
+        hi = int(self._outs[k + 1]) if k + 1 < len(self._outs) else int(self.index.total_out)
+        if start + n > hi or 4 * (hi - lo) > budget:
+            return None
+        key = (self._id, k)
+        span = _SPANS.get(key)
+        if span is None:
+            cur = _Cursor(self.index, k, self.read_at)
+            parts: list[bytes] = []
+            while cur.out < hi:
+                got = cur.produce(min(CHUNK, hi - cur.out))
+                if not got:
+                    break
+                parts.append(got)
+            span = b"".join(parts)
+            if len(span) != hi - lo:
+                return span[start - lo : start - lo + n]  # short: the caller raises
+            _SPANS.put(key, span, budget)
+        return span[start - lo : start - lo + n]
 
     def point_before(self, start: int) -> int:
         """The number of the last seek point at or before output offset ``start``."""
@@ -150,6 +223,12 @@ class GzRanges:
 
     def read(self, start: int, n: int) -> bytes:
         """``n`` bytes from ``start`` (fewer only where the file ends early)."""
+        with self._lock:
+            kept = self._kept
+        if kept is None or not int(self._outs[self.point_before(start)]) <= kept.out <= start:
+            cached = self._cached(start, n)  # not just after where the last read left off
+            if cached is not None:
+                return cached
         cur = self._cursor(start)
         while cur.out < start:
             got = cur.produce(min(CHUNK, start - cur.out))
@@ -170,9 +249,10 @@ class GzRanges:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def drop(self) -> None:
-        """Forget the kept inflater (its memory)."""
+        """Forget the kept inflater and the cached spans of this file (their memory)."""
         with self._lock:
             self._kept = None
+        _SPANS.forget(self._id)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -183,3 +263,4 @@ class GzRanges:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._id = next(_READER_IDS)
