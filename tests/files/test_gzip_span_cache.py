@@ -96,3 +96,25 @@ def test_the_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     from tfrecord_lite import _settings
 
     assert _settings.gzip_span_cache() == 1024
+
+
+def test_get_many_takes_only_the_records_asked_for_from_cached_spans(
+    indexed: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, recs = indexed
+    handed: list[int] = []
+    real = _gzread.GzRanges.read
+
+    def counting(gz: _gzread.GzRanges, start: int, n: int) -> bytes:
+        data = real(gz, start, n)
+        handed.append(len(data))
+        return data
+
+    picks = np.random.default_rng(3).permutation(len(recs)).tolist()[:600]
+    with tfr.options(gzip_span_cache=64 << 20), tfr.TFRecordFile(path) as f:
+        monkeypatch.setattr(_gzread.GzRanges, "read", counting)
+        for a in range(0, len(picks), 64):  # as a shuffled DataLoader asks
+            batch = picks[a : a + 64]
+            assert f.get_many(batch) == [recs[i] for i in batch]
+    # the records asked for (and their framing), not the runs of records between them
+    assert sum(handed) <= sum(len(recs[i]) + 16 for i in picks) + 64

@@ -182,6 +182,18 @@ class GzRanges:
         self._kept: Optional[_Cursor] = None
         self._id = next(_READER_IDS)
 
+    def _span(self, k: int) -> tuple[int, int]:
+        """The output offsets of the span from seek point ``k`` to the next one."""
+        lo = int(self._outs[k])
+        hi = int(self._outs[k + 1]) if k + 1 < len(self._outs) else int(self.index.total_out)
+        return lo, hi
+
+    def caches(self, start: int) -> bool:
+        """Whether the span ``start`` lies in is kept by the cache once read (so reads
+        in it need not be joined into one)."""
+        lo, hi = self._span(self.point_before(start))
+        return 0 < 4 * (hi - lo) <= _settings.gzip_span_cache()
+
     def _cached(self, start: int, n: int) -> Optional[bytes]:
         """The bytes from the cached span ``start`` lies in (inflated and kept now if
         the read lies within one span the cache may hold); None: read as usual."""
@@ -189,8 +201,7 @@ class GzRanges:
         if budget <= 0:
             return None
         k = self.point_before(start)
-        lo = int(self._outs[k])
-        hi = int(self._outs[k + 1]) if k + 1 < len(self._outs) else int(self.index.total_out)
+        lo, hi = self._span(k)
         if start + n > hi or 4 * (hi - lo) > budget:
             return None
         key = (self._id, k)

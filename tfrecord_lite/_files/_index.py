@@ -484,7 +484,8 @@ class TFRecordFile(Sequence[bytes], Closing):
     def _together(self) -> Callable[[int, int, int], bool]:
         """Whether record ``k`` joins the run of records ``first..prev`` (sorted) that
         :meth:`get_many` reads at once: it follows ``prev``, or (compressed) no seek point
-        lies between them and the run stays under 16 MiB."""
+        lies between them and the run stays under 16 MiB, unless the span is one the
+        cache of inflated spans keeps (then each record is a slice of it)."""
         gz = self._gz
         bounds = self._bounds
         if gz is None:
@@ -493,6 +494,8 @@ class TFRecordFile(Sequence[bytes], Closing):
         def together(first: int, prev: int, k: int) -> bool:
             if k - prev in (0, 1):
                 return True
+            if gz.caches(int(bounds[first])):
+                return False  # each read is a slice of the span the cache keeps
             if int(bounds[k + 1]) - int(bounds[first]) > _MAX_SPAN:
                 return False
             return gz.point_before(int(bounds[prev + 1])) == gz.point_before(int(bounds[k]))
