@@ -67,6 +67,7 @@ def check_ranged_reads(url: str, so: dict[str, Any], proto: str, compression: st
     key = url.split("://", 1)[1]
     size = fs.size(key)
     counted = Counted(fs, mp)
+    mp.setenv("TFRECORD_LITE_GZIP_SPAN_CACHE", "0")  # each read from its seek point
     f = tfr.TFRecordFile(url, storage_options=so)
     assert f.index_path == url + ".index" and len(f) == N
     opening = counted.data_bytes(key)
@@ -88,6 +89,14 @@ def check_ranged_reads(url: str, so: dict[str, Any], proto: str, compression: st
     assert f[N - 20 : N - 10] == recs[N - 20 : N - 10]
     assert 0 < counted.data_bytes(key) <= 2 * SPACING
     f.close()
+    mp.delenv("TFRECORD_LITE_GZIP_SPAN_CACHE")  # the default cache of inflated spans
+    with tfr.TFRecordFile(url, storage_options=so) as g:
+        counted.clear()
+        assert g[N // 2] == recs[N // 2]
+        assert 0 < counted.data_bytes(key) <= 2 * SPACING  # its span, once
+        counted.clear()
+        assert g[N // 2 + 1] == recs[N // 2 + 1] and g[N // 2 - 1] == recs[N // 2 - 1]
+        assert counted.data_bytes(key) == 0  # slices of the span kept
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
