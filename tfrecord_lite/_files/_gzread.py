@@ -25,6 +25,7 @@ that inflates short is never kept (the caller raises for the short read).
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import zlib
 from collections import OrderedDict
@@ -169,6 +170,15 @@ class _Spans:
 
 _SPANS = _Spans()
 _READER_IDS = itertools.count()
+
+
+def _after_fork() -> None:
+    """A forked child gets a fresh lock (another thread may have held it at the fork)."""
+    _SPANS.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class GzRanges:
