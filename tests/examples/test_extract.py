@@ -450,16 +450,21 @@ def test_auto_picks_the_engine_by_layout_not_length(monkeypatch: Any) -> None:
         tft.append(tfr.encode_example({k: row[k] for k in keys}))
     lengths = np.bincount([len(r) for r in tft])
     assert lengths.max() >= 0.7 * n  # (what the length rule left to numpy)
-    assert _choose.choose(len(mnist), records=mnist) == "numpy"  # the equal-layout path: columns cut whole
+    # the equal-layout path: columns cut whole
+    assert _choose.choose(len(mnist), records=mnist) == "numpy"
     assert _choose.choose(len(tabular), records=tabular) == "jit"
     assert _choose.choose(len(taxi), records=taxi) == "jit"
     assert _choose.choose(len(transformed), records=transformed) == "jit"
     assert _choose.choose(len(tft), records=tft) == "jit"
     full = [r for i, r in enumerate(tft) if i % 100 < 72]  # every record of one length
     assert len({len(r) for r in full}) == 1
-    assert _choose.choose(len(full), records=full) == "jit"  # (the layout differs: keys in another order)
+    # (the layout differs: keys in another order)
+    assert _choose.choose(len(full), records=full) == "jit"
     for records in (mnist, tabular, taxi, transformed, tft):  # batch 256 the same
-        assert _choose.choose(len(records[:256]), records=records[:256]) == _choose.choose(len(records), records=records)
+        head = records[:256]
+        assert _choose.choose(len(head), records=head) == _choose.choose(
+            len(records), records=records
+        )
     # a forced engine is kept
     monkeypatch.setenv("TFRECORD_LITE_ENGINE", "jit")
     assert _choose.choose(len(mnist), records=mnist) == "jit"

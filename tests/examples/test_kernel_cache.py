@@ -45,9 +45,7 @@ PARSE = (
 # Where neither the package's __pycache__ nor the user's cache folder may be written,
 # the cache goes to the temporary folder: this process cannot write the package's
 # folder, and its XDG cache home is a file.
-NO_OTHER_PLACE = (
-    "from tfrecord_lite._examples._engines import _kernels\n_kernels._writable = lambda path: False\n"
-)
+NO_OTHER_PLACE = "from tfrecord_lite._examples._engines import _kernels\n_kernels._writable = lambda path: False\n"
 
 
 class _Mark:

@@ -4,6 +4,7 @@ both engines and any batch size; errors are parse_example's."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import random
 from collections.abc import Iterator
@@ -38,6 +39,18 @@ FEATURES: dict[str, Any] = {
     ),
     "rows": tfr.FixedLenSequenceFeature([2], tfr.float32, allow_missing=True),
 }
+
+#: The parse engines; the compiled one only where numba is installed (the jit extra).
+ENGINES = [
+    "numpy",
+    pytest.param(
+        "jit",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("numba") is None,
+            reason="numba is not installed (the jit extra)",
+        ),
+    ),
+]
 
 
 def record(i: int, rng: random.Random) -> bytes:
@@ -105,7 +118,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[bytes]]:
     return write(tmp_path_factory.mktemp("columns") / "data.tfrecord", recs), recs
 
 
-@pytest.mark.parametrize("engine", ["numpy", "jit"])
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("batch_size", [1, 7, 256, 8192])
 def test_tables_equal_the_tf_shaped_conversion(
     data: tuple[Path, list[bytes]], engine: str, batch_size: int
@@ -225,7 +238,7 @@ def wide_features(keys: int) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("engine", ["numpy", "jit"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_wide_batch_equals_the_tf_shaped_conversion(tmp_path: Path, engine: str) -> None:
     # 200 records x 1,500 keys: more cells than bytes, so the engines give the columns by
     # the records that have each key.
@@ -295,7 +308,7 @@ def bad_batches() -> Iterator[tuple[str, dict[str, Any], list[bytes]]]:
     )
 
 
-@pytest.mark.parametrize("engine", ["numpy", "jit"])
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", list(bad_batches()), ids=lambda c: c[0])
 def test_errors_are_parse_examples(
     engine: str, case: tuple[str, dict[str, Any], list[bytes]]
