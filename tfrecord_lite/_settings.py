@@ -13,9 +13,12 @@ process (``TFRECORD_LITE_THREADS``) and a default. A value is looked up, in orde
 4. the built-in default.
 
 Overrides live in a :mod:`contextvars` variable: a block's overrides are seen by the
-code that runs in the block, in its thread, and nowhere else; another thread
-(including the threads a dataset pipeline or a writer starts) sees the environment
-and defaults. Set the environment variable to change a setting for a whole process.
+code that runs in the block, in its thread, and by the threads the library starts for
+that code in a copy of its context (``parse(..., num_parallel_calls=N)``'s parsing
+threads, ``write_examples``' encoder thread, the chunks parsed on threads, the kernels'
+background load). Any other thread (one of your own, a process pool's worker) sees the
+environment and defaults. Set the environment variable to change a setting for a whole
+process.
 
 This module is the only one of the package that reads the environment
 (``tests/api/test_settings.py`` checks it); the other modules ask it for values.

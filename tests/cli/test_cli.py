@@ -541,6 +541,21 @@ def test_from_images_converts_only_when_asked_and_says_so(mixed_image_dir, tmp_p
     assert stored(tmp_path / "old")["b/alpha.png"][2] == 4
 
 
+def test_from_images_runner_and_its_deprecated_name(mixed_image_dir, tmp_path):
+    # "engine" is the parse engine's word: the Ray / local choice is --runner; the old
+    # --engine still works, with a warning, and must not disagree with --runner
+    new = run("from-images", mixed_image_dir, tmp_path / "new", "--runner", "local")
+    assert new.returncode == 0 and "deprecated" not in new.stderr, new.stderr
+    old = run("from-images", mixed_image_dir, tmp_path / "old", "--engine", "local")
+    assert old.returncode == 0 and "deprecated" in old.stderr and "--runner local" in old.stderr
+    assert stored(tmp_path / "old") == stored(tmp_path / "new")
+    both = run(
+        "from-images", mixed_image_dir, tmp_path / "x", "--engine", "ray", "--runner", "local"
+    )
+    assert both.returncode == 2 and "--runner" in both.stderr
+    assert not (tmp_path / "x").exists()
+
+
 def test_write_image_folder_in_python(mixed_image_dir, tmp_path):
     summary = tfr.write_image_folder(mixed_image_dir, str(tmp_path / "py" / "ds"), channels=3)
     assert summary.written == 4 and summary.classes == ["a", "b"]

@@ -314,7 +314,7 @@ def test_cli_from_images_engine_ray(ray_cluster: Any, tmp_path: Path) -> None:
     make_digit_folder(str(tmp_path / "digits"), per_class=3, bad=1)
     base = ["-q", "from-images", str(tmp_path / "digits")]
     assert main([*base, str(tmp_path / "local" / "d"), "--shards", "2"]) == 1  # one bad file
-    argv = [*base, str(tmp_path / "ray" / "d"), "--shards", "2", "--engine", "ray"]
+    argv = [*base, str(tmp_path / "ray" / "d"), "--shards", "2", "--runner", "ray"]
     assert main(argv) == 1
     assert main([*argv, "--allow-skips"]) == 0
     # no bad file ended up in a shard; every good image is in one, labelled as locally

@@ -48,7 +48,7 @@ def test_the_readme_engine_block_runs(
         )
     # Spark's Python workers resolve a relative path against the directory Spark started in
     # (this suite's session started before the test changed directory): the block's
-    # relative paths are made absolute for Spark, as docs/engines.md tells users to do.
+    # relative paths are made absolute for Spark, as docs/frameworks.md tells users to do.
     code = block.code.replace('"data/', f'"{tmp_path}/data/').replace('"out/', f'"{tmp_path}/out/')
     assert code != block.code
     exec(compile(code, block.name, "exec"), {"spark": spark, "tfr": tfr})

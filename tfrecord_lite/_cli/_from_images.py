@@ -48,7 +48,7 @@ def _default_workers(n_tasks: int) -> int:
 
 
 def _from_images_on_ray(args: argparse.Namespace, ctx: Ctx) -> int:
-    """``from-images --engine ray``: one Ray task per shard (tfrecord_lite.ray)."""
+    """``from-images --runner ray``: one Ray task per shard (tfrecord_lite.ray)."""
     from .._tables import require_ray_data
     from ..ray import images_to_tfrecords
 
@@ -95,13 +95,26 @@ def _format(args: argparse.Namespace) -> str:
     return str(args.format or "keep")
 
 
+def _runner(args: argparse.Namespace) -> str:
+    """``--runner``, or the deprecated ``--engine`` (which meant ``--runner``)."""
+    if args.engine is not None:
+        if args.runner is not None and args.runner != args.engine:
+            raise UsageError("--engine is the old name of --runner: give only --runner")
+        print(
+            f"{PROG}: warning: --engine is deprecated, use --runner {args.engine}",
+            file=sys.stderr,
+        )
+        return str(args.engine)
+    return str(args.runner or "local")
+
+
 def run(args: argparse.Namespace, ctx: Ctx) -> int:
     fmt = _format(args)
-    if args.engine == "ray":
+    if _runner(args) == "ray":
         if not os.path.isdir(args.dir):
             raise UsageError(f"{args.dir!r} is not a directory")
         if args.index:
-            raise UsageError("--index is not supported with --engine ray")
+            raise UsageError("--index is not supported with --runner ray")
         args.encode = fmt  # ImageOptions takes "keep" under its old name too
         return _from_images_on_ray(args, ctx)
     from .._decoding import IMAGE_EXTENSIONS, pil, scan_image_folder, write_image_folder
@@ -268,11 +281,18 @@ def register(sub: Any) -> None:
         help="exit 0 even when some files could not be decoded",
     )
     p.add_argument(
+        "--runner",
+        choices=("local", "ray"),
+        default=None,
+        help="local (default): this process; ray: one Ray task per shard, on the cluster of "
+        "--ray-address (the folders must be on a file system every node sees; needs "
+        "tfrecord-lite-np[ray])",
+    )
+    p.add_argument(
         "--engine",
         choices=("local", "ray"),
-        default="local",
-        help="ray: one Ray task per shard, on the cluster of --ray-address (the folders "
-        "must be on a file system every node sees; needs tfrecord-lite-np[ray])",
+        default=None,
+        help=argparse.SUPPRESS,  # the deprecated name of --runner ("engine" is the parse engine's word)
     )
     p.add_argument(
         "--ray-address",
