@@ -18,9 +18,10 @@ taxi-like set of ``benchmarks/run.py`` is, into ``benchmarks/_data/convert/``
 * **convert --schema -> Parquet**: the same with TFX's kind of spec given as JSON
   (``--schema``: nothing inferred).
 
-Each timing is the median of ``--reps`` runs after one warm-up, as wall-clock and as
-the process's CPU seconds (all threads), which other work on a shared machine
-disturbs less. The target: convert >= 0.8x the read + parse rate. ``--profile`` prints
+Each timing is the median of ``--reps`` rounds after one warm-up, as wall-clock and
+as the process's CPU seconds (all threads), which other work on a shared machine
+disturbs less; in each round every task runs once, in turn, and the ratios are the
+median of the rounds' ratios (a change in the machine's load reaches every task). The target: convert >= 0.8x the read + parse rate. ``--profile`` prints
 where one convert run spends its time (cProfile, top functions by own time).
 """
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,7 @@ from typing import Any
 import tfrecord_lite as tfr
 from benchmarks import data as bdata
 from benchmarks.tasks import lite_features
-from benchmarks.timing import timed
+from benchmarks.timing import round_ratios, timed_rounds
 from tfrecord_lite._cli import main as cli
 
 ROOT = Path(__file__).resolve().parent
@@ -107,7 +109,7 @@ def main() -> None:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     at = f", load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}" if load else ""
     print(f"{n:,} taxi-like records in {len(paths)} GZIP shards, {cores} usable cores{at}")
-    print(f"median of {args.reps} after one warm-up; pyarrow {pa.__version__}")
+    print(f"median of {args.reps} rounds after one warm-up; pyarrow {pa.__version__}")
     print()
     cases: dict[str, Callable[[], Any]] = {
         "read + parse (spec)": read_parse(paths, TAXI),
@@ -116,16 +118,24 @@ def main() -> None:
         "convert -> Parquet": convert,
         "convert --schema -> Parquet": convert_given,
     }
-    results = {name: timed(fn, args.reps) for name, fn in cases.items()}
-    assert pq.read_metadata(out).num_rows == n
-    base_wall, base_cpu = results["read + parse (spec)"]
+    rounds = timed_rounds(cases, args.reps)
+    meta = pq.read_metadata(out)
+    assert meta.num_rows == n
+    base_walls, base_cpus = rounds["read + parse (spec)"]
     print("| task | seconds | CPU seconds | records/s | vs read + parse (wall, CPU) |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for name, (wall, cpu) in results.items():
+    for name, (walls, cpus) in rounds.items():
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
         print(
             f"| {name} | {wall:.3f} | {cpu:.3f} | {n / wall:,.0f} | "
-            f"{base_wall / wall:.2f}x, {base_cpu / cpu:.2f}x |"
+            f"{round_ratios(base_walls, walls):.2f}x, {round_ratios(base_cpus, cpus):.2f}x |"
         )
+    end = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if end:
+        print(f"\nload at the end {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f}")
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    print()
+    print(f"Parquet file (convert --schema): {out.stat().st_size:,} bytes, row groups {groups}")
     if args.profile:
         import cProfile
         import pstats

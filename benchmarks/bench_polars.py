@@ -14,14 +14,18 @@ missing values, ~500 B a record), written once as a plain file and as a GZIP fil
   (two features parsed, the filter applied to each batch);
 * **head**: ``.head(1000).collect()`` (reading stops after the first batch).
 
-Each timing is the median of ``--reps`` runs after one warm-up run, in one process, as
-wall-clock seconds and as the process's CPU seconds (all its threads: the GZIP inflater's
-and Polars' too), which a machine shared with other work disturbs less.
+Each timing is the median of ``--reps`` rounds after one warm-up run, in one process
+(in each round every query runs once, in turn; the ratios are the median of the
+rounds' ratios), as wall-clock seconds and as the process's CPU seconds (all its
+threads: the GZIP inflater's and Polars' too), which a machine shared with other work
+disturbs less.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,7 @@ from typing import Any
 import tfrecord_lite as tfr
 from benchmarks import data as bdata
 from benchmarks.tasks import lite_features
-from benchmarks.timing import timed
+from benchmarks.timing import round_ratios, timed_rounds
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "_data" / "polars"
@@ -60,7 +64,12 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
-    print(f"polars {pl.__version__}, {args.records:,} taxi-like records, median of {args.reps}")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    at = f", load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}" if load else ""
+    print(
+        f"polars {pl.__version__}, {args.records:,} taxi-like records, median of {args.reps} "
+        f"rounds, {os.cpu_count()} cores{at}"
+    )
     print()
     print("| file | query | seconds | CPU seconds | records/s | vs all columns (wall, CPU) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
@@ -76,15 +85,18 @@ def main() -> None:
             ),
             "head(1000)": lf.head(1000).collect,
         }
-        base: tuple[float, float] = (0.0, 0.0)
-        for name, fn in queries.items():
-            wall, cpu = timed(fn, args.reps)
-            base = base if base[0] else (wall, cpu)
+        rounds = timed_rounds(queries, args.reps)
+        base_walls, base_cpus = rounds["all columns"]
+        for name, (walls, cpus) in rounds.items():
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
             rate = (1000 if name.startswith("head") else n) / wall
             print(
                 f"| {kind} | `{name}` | {wall:.3f} | {cpu:.3f} | {rate:,.0f} | "
-                f"{base[0] / wall:.2f}x, {base[1] / cpu:.2f}x |"
+                f"{round_ratios(base_walls, walls):.2f}x, {round_ratios(base_cpus, cpus):.2f}x |"
             )
+    end = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if end:
+        print(f"\nload at the end {end[0]:.1f} / {end[1]:.1f} / {end[2]:.1f}")
 
 
 if __name__ == "__main__":

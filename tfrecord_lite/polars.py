@@ -115,8 +115,8 @@ class _Source:
                 df = pl.from_arrow(table, rechunk=False)
                 if predicate is not None:
                     df = df.filter(predicate)
-                if with_columns is not None:
-                    df = df.select(with_columns)
+                if with_columns is not None and df.columns != with_columns:
+                    df = df.select(with_columns)  # (a column only the filter read)
                 if left is not None:
                     if df.height >= left:
                         yield df.head(left)

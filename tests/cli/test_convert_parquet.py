@@ -122,24 +122,74 @@ def test_closing_prefetch_stops_its_thread() -> None:
     assert len(produced) <= 3 + 1 + 2 + 1  # taken, the one in hand, the queue, one more
 
 
-def test_parquet_row_groups_gather_the_batches(
+def test_parquet_row_groups_grow_as_the_batches_come(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tfrecord_lite._cli import _convert_tables
 
-    monkeypatch.setattr(_convert_tables, "ROW_GROUP_ROWS", 10_000)
-    n = 20_000
+    n = 60_000
     src = _write(tmp_path / "in.tfrecord", [{"x": np.array([i], np.int64)} for i in range(n)])
     out = tmp_path / "o.parquet"
+    groups: list[int] = []
+    real = _convert_tables.TableFile._flush
+
+    def flushed(self: Any, rows: Any = None) -> None:
+        groups.append(self._rows if rows is None else rows)
+        real(self, rows)
+
+    monkeypatch.setattr(_convert_tables.TableFile, "_flush", flushed)
     assert main(["-q", "convert", str(src), str(out)]) == 0
     meta = pq.read_metadata(out)
     sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    assert sizes == [16_384, 3_616]  # batches of 8,192 gathered past 10,000 rows
+    # the first row group is one batch, each next twice the last: written as they fill
+    assert sizes == [8_192, 16_384, 32_768, 2_656] == groups
+    assert pq.read_table(out).column("x").to_pylist() == list(range(n))
+    # bounded: never over ROW_GROUP_ROWS, the batches cut where a row group is full
+    monkeypatch.setattr(_convert_tables, "ROW_GROUP_ROWS", 10_000)
+    n = 20_000
+    src = _write(tmp_path / "in2.tfrecord", [{"x": np.array([i], np.int64)} for i in range(n)])
+    assert main(["-q", "convert", str(src), str(out)]) == 0
+    meta = pq.read_metadata(out)
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sizes == [8_192, 10_000, 1_808]
     assert pq.read_table(out).column("x").to_pylist() == list(range(n))
     # and by bytes: each batch is over the limit, so each is a row group
     monkeypatch.setattr(_convert_tables, "ROW_GROUP_BYTES", 1)
     assert main(["-q", "convert", str(src), str(tmp_path / "b.parquet")]) == 0
     assert pq.read_metadata(tmp_path / "b.parquet").num_row_groups == 3
+
+
+def test_parquet_dictionaries_for_repeating_columns_only(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    n = 5_000
+    examples: list[dict[str, Any]] = [
+        {
+            "kind": [b"cash" if i % 3 else b"card"],  # 2 distinct bytes values
+            "tags": [b"a", b"b"][: i % 3],  # a list column of few values
+            "hour": [i % 24],
+            "stamp": [10**12 + i],  # every value distinct
+            "lat": rng.random(1, dtype=np.float32),
+            "fare": [float(i % 50)],
+        }
+        for i in range(n)
+    ]
+    src = _write(tmp_path / "in.tfrecord", examples)
+    out = tmp_path / "o.parquet"
+    assert main(["-q", "convert", str(src), str(out)]) == 0
+    meta = pq.read_metadata(out)
+    encodings = {}
+    for i in range(meta.num_columns):
+        col = meta.row_group(0).column(i)
+        encodings[col.path_in_schema] = "RLE_DICTIONARY" in col.encodings
+    assert encodings == {
+        "fare": True,
+        "hour": True,
+        "kind": True,
+        "lat": False,
+        "stamp": False,
+        "tags.list.element": True,
+    }
+    _same_as_read_table(src, out, 1000)
 
 
 def test_big_records_make_small_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,6 +212,35 @@ def test_big_records_make_small_batches(tmp_path: Path, monkeypatch: pytest.Monk
     import pyarrow.feather as feather
 
     assert feather.read_table(tmp_path / "o.arrow").column("i").to_pylist() == list(range(95))
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_batches_are_the_records_where_they_were_read(
+    tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_lite._record import RecordSpans
+    from tfrecord_lite._tables import ReadPlan
+
+    n = 20_000
+    src = _write(
+        tmp_path / "in.tfrecord",
+        [{"x": [i], "s": [b"ab"] * (i % 3)} for i in range(n)],
+        compression,
+    )
+    kinds: list[tuple[type, int]] = []
+    real = ReadPlan.convert
+
+    def convert(self: Any, records: Any) -> Any:
+        kinds.append((type(records), len(records)))
+        return real(self, records)
+
+    monkeypatch.setattr(ReadPlan, "convert", convert)
+    out = tmp_path / "o.parquet"
+    assert main(["-q", "convert", str(src), str(out)]) == 0
+    batches = [k for k in kinds if k[1]]  # (the plan's schema: an empty batch)
+    # spans of the blocks read, joined into batches of 8,192: no object per record
+    assert batches == [(RecordSpans, 8192), (RecordSpans, 8192), (RecordSpans, 3616)]
+    _same_as_read_table(src, out, 1000)
 
 
 def test_a_given_schema_names_the_columns(tmp_path: Path, capsys: Any) -> None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
 
 from .._files import Damage, SalvageInfo, fs, salvage_file
+from .._record import RecordSpans
 from ._common import Ctx, damage_line, say, total_size
 from ._convert_tables import read_tables
 
@@ -55,39 +58,83 @@ class Records:
                     self.where = (path, item.index)
                     yield item.data
 
-    def batches(self, size: int) -> Iterator[list[bytes]]:
-        """The records in lists of ``size``, or of :data:`BATCH_BYTES` where they are
-        big (so memory stays bounded), read a block at a time where no damage is to be
-        skipped."""
+    def batches(self, size: int) -> Iterator[Sequence[bytes]]:
+        """The records in batches of ``size``, or of :data:`BATCH_BYTES` where they are
+        big (so memory stays bounded). Where no damage is to be skipped, a batch is the
+        records as they lie in the blocks read (spans joined, no object per record)."""
+        if self.skip_bad or type(self).__call__ is not Records.__call__:
+            yield from self._listed(size)
+            return
+        pieces: list[Sequence[bytes]] = []
+        have = held = 0
+        for block in self._blocks():
+            n = len(block)
+            lengths = _lengths(block)
+            ends = np.cumsum(lengths)  # the block's bytes up to and with each record
+            pos = 0
+            while pos < n:
+                take = min(size - have, n - pos)
+                before = int(ends[pos - 1]) if pos else 0
+                # the first record that takes the batch to BATCH_BYTES ends it
+                over = int(np.searchsorted(ends[pos : pos + take], before + BATCH_BYTES - held))
+                full = have + take == size or over < take
+                take = min(take, over + 1)
+                pieces.append(block if take == n else block[pos : pos + take])
+                have += take
+                held += int(ends[pos + take - 1]) - before
+                pos += take
+                if full:
+                    yield _joined(pieces)
+                    pieces, have, held = [], 0, 0
+        if pieces:
+            yield _joined(pieces)
+
+    def _listed(self, size: int) -> Iterator[list[bytes]]:
+        """:meth:`batches` a record at a time (records to be checked one by one)."""
         batch: list[bytes] = []
         held = 0
-        for block in self._blocks():
-            for data in block:
-                batch.append(data)
-                held += len(data)
-                if len(batch) >= size or held >= BATCH_BYTES:
-                    yield batch
-                    batch, held = [], 0
+        for data in self():
+            batch.append(data)
+            held += len(data)
+            if len(batch) >= size or held >= BATCH_BYTES:
+                yield batch
+                batch, held = [], 0
         if batch:
             yield batch
 
     def _blocks(self) -> Iterator[Sequence[bytes]]:
-        if self.skip_bad:
-            for data in self():
-                yield (data,)
-            return
+        """The records of the inputs a block at a time (spans of the blocks read)."""
         from .._files import READ_BLOCK_SIZE, detect_compression, read_batches
 
         with self.ctx.bar(total_size(self.inputs), "convert", "B") as bar:
             for path in self.inputs:
                 with fs.open_read(path) as f:
                     compressed = bool(detect_compression(f.read(64)))
-                for block in read_batches(path, "auto", True, READ_BLOCK_SIZE, "raise", None, None):
+                blocks = read_batches(
+                    path, "auto", True, READ_BLOCK_SIZE, "raise", None, None, True, True
+                )
+                for block in blocks:
                     yield block
                     if not compressed:  # the bytes of a compressed file: when it is done
-                        bar.update(sum(map(len, block)) + 16 * len(block))
+                        bar.update(int(_lengths(block).sum()) + 16 * len(block))
                 if compressed:
                     bar.update(fs.size(path))
+
+
+def _joined(pieces: list[Sequence[bytes]]) -> Sequence[bytes]:
+    """One batch of the pieces' records (spans joined without copying, where all are spans)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if all(isinstance(p, RecordSpans) for p in pieces):
+        return RecordSpans.join(cast("list[RecordSpans]", pieces))
+    return [r for p in pieces for r in p]
+
+
+def _lengths(block: Sequence[bytes]) -> np.ndarray:
+    """Each record's length (int64)."""
+    if isinstance(block, RecordSpans):
+        return block.lengths()
+    return np.fromiter(map(len, block), dtype=np.int64, count=len(block))
 
 
 class TableRecords(Records):
