@@ -6,11 +6,17 @@ The kernel modules (:data:`KERNEL_MODULES`) are compiled by numba when imported
 for a cold compile, 0.3-0.5 s from a warm cache. :func:`load` imports one, blocking
 (a forced ``TFRECORD_LITE_ENGINE=jit`` uses it). The ``auto`` engine instead asks
 :func:`loaded`, and until the kernels are there, parses with the NumPy engine and
-calls :func:`warm`, which loads them on a background thread: from the cache where
-it is filled, else after a separate Python process has compiled them into the cache
-(so the compile runs on another core, and finishes, filling the cache for later
-processes, even when this one is a short CLI command that exits first). Where no
-process can be started, the thread compiles them itself.
+calls :func:`warm`. Where the cache does not hold them, that starts a separate
+Python process, at a lower priority, that compiles them into the cache (so the compile
+runs on another core, and finishes, filling the cache for later processes, even when
+this one is a short CLI command that exits first). This process loads them (imports
+numba) on a background thread only once it has kept asking for them for
+:data:`LOAD_AFTER` seconds, and, where they were cold, once that compile is done: a
+short process never imports numba, and no batch waits for a compile or a load (a
+fresh process with an empty cache: ``tfrecord-lite schema`` on a taxi shard, or a first
+``parse_example`` of 1024 records, takes as long as with ``TFRECORD_LITE_ENGINE=numpy``,
+benchmarks/RESULTS.md, "Cold start"). Where no process can be started, the thread
+compiles them itself.
 
 The cache sits beside the package; where that directory is read-only, in
 ``~/.cache/tfrecord_lite/numba``, and where neither can be written, in
@@ -84,11 +90,25 @@ KERNEL_IMPORTS = (
 )
 #: The ``_examples`` folder, where :data:`KERNEL_SOURCES` are found.
 _EXAMPLES_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Held while a kernel module is imported (compiled or read from the cache: up to
+#: seconds): only :func:`load` takes it, never a batch on its way.
 _lock = threading.Lock()
+#: Held for a moment while a background load is registered (:func:`warm`) or the
+#: cache directory found: never while anything is imported or compiled.
+_start_lock = threading.Lock()
 _modules: dict[str, Any] = {}
 _broken: Optional[str] = None
 _found: Optional[bool] = None
 _warming: dict[tuple[str, ...], threading.Thread] = {}
+#: When :func:`warm` was first called for each set of kernel modules (monotonic).
+_asked: dict[tuple[str, ...], float] = {}
+#: The compile :func:`warm` started for each set of kernel modules (None: none needed).
+_compiling: dict[tuple[str, ...], Optional[Any]] = {}
+#: :func:`warm` starts loading the kernels into this process only at a call this many
+#: seconds or more after its first (see there).
+LOAD_AFTER = 0.5
+#: How much lower the compile process' priority is (``os.nice``).
+COMPILE_NICENESS = 10
 _UNSET: Any = object()
 _where: Any = _UNSET  # (the cache directory, once found)
 
@@ -178,7 +198,9 @@ def _cache_dir() -> str:
     process's own). Found once per process, without importing numba."""
     global _where
     if _where is _UNSET:
-        _where = _find_cache_dir()
+        with _start_lock:
+            if _where is _UNSET:
+                _where = _find_cache_dir()
     return str(_where)
 
 
@@ -381,7 +403,13 @@ def _start_compile(names: tuple[str, ...], where: str) -> Optional[Any]:
     top = os.path.dirname(os.path.dirname(_EXAMPLES_DIR))  # (the folder tfrecord_lite is in)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
     # The child compiles into this very folder (already checked private here).
+    # At a lower priority than this process: it takes only a core this one leaves.
     code = (
+        "import os\n"
+        "try:\n"
+        f"    os.nice({COMPILE_NICENESS})\n"
+        "except (AttributeError, OSError):\n"
+        "    pass\n"
         f"from {__package__} import _kernels\n"
         f"_kernels._where = {where!r}\n"
         f"for n in {list(names)!r}: _kernels.load(n)\n"
@@ -411,17 +439,32 @@ def _warm(names: tuple[str, ...], compiling: Optional[Any]) -> None:
 
 def warm(*names: str) -> None:
     """Start loading these kernel modules (default: the Example kernels) in the
-    background, once; :func:`loaded` says when they are there. Where the cache does
-    not hold them, a separate process compiles them first (started here, at once)."""
+    background, once; :func:`loaded` says when they are there.
+
+    Where the cache does not hold them, a separate process (at a lower priority)
+    compiles them into it, started at the first call. This process imports numba
+    only at a call :data:`LOAD_AFTER` seconds or more after the first: importing numba
+    and reading the kernels from the cache take about a second of this process's
+    CPU, and the interpreter lock, which a process done sooner (a command, a few
+    batches) would spend for nothing. Never blocks: a load under way holds
+    :data:`_lock`, which this never takes."""
     key = tuple(names or ("_jit_kernels",))
-    if loaded(*key) or not jit_available():
+    if key in _warming or loaded(*key) or not jit_available():
         return
-    with _lock:
+    now = time.monotonic()
+    first = _asked.setdefault(key, now)
+    if first == now and key not in _compiling:
+        where = _cache_dir()
+        with _start_lock:
+            if key not in _compiling:
+                cold = tuple(n for n in key if not _in_cache(n, where))
+                _compiling[key] = _start_compile(cold, where) if cold else None
+    if now - first < LOAD_AFTER:
+        return
+    with _start_lock:
         if key in _warming:
             return
-        where = _cache_dir()
-        cold = tuple(n for n in key if not _in_cache(n, where))
-        compiling = _start_compile(cold, where) if cold else None
+        compiling = _compiling.get(key)
         # In the caller's settings (a tfr.options(numba_cache_dir=...) block included).
         context = contextvars.copy_context()
         thread = threading.Thread(
@@ -455,9 +498,12 @@ def wait(*names: str, timeout: Optional[float] = None) -> bool:
 def _after_fork() -> None:
     # A forked child has none of the parent's threads: its background loads start
     # afresh when asked for, and no lock is left held by a thread that is not there.
-    global _lock
+    global _lock, _start_lock
     _lock = threading.Lock()
+    _start_lock = threading.Lock()
     _warming.clear()
+    _asked.clear()
+    _compiling.clear()  # (the parent's compile is not this process's child)
 
 
 if hasattr(os, "register_at_fork"):
