@@ -3,9 +3,9 @@
 * One CRC for a run of records (``_scan._run_ok``): the data CRCs of a run are
   checked with a single CRC over the run, falling back to one CRC per record when
   that does not match.
-* Following length fields (``_scan._chain``): a loop that only reads and adds,
-  with which records are complete sorted out afterwards (the loop that checks
-  every step is still used when ``max_records`` caps the count).
+* Following length fields (``_lengths.follow_lengths``): a loop that only reads
+  and adds, with which records are complete sorted out afterwards (the loop that
+  checks every step is used when ``max_records`` caps the count).
 
 Whatever the damage, the outcome (records, offset, problem, need, claim) must be
 the per-record loop's, and every single damaged record must be caught.

@@ -1,6 +1,7 @@
 """The TFRecord record format, bytes in and bytes out (no I/O): the format itself and its
 one header check, CRC-32C and the masked checksum, framing records, decoding streams,
-scanning blocks for record spans, and finding the next record after damage.
+scanning blocks for record spans (following their length fields with a loop a layer
+above may replace with a compiled one), and finding the next record after damage.
 
 Other units import from this package only, and only these names.
 """
@@ -33,6 +34,7 @@ from ._format import (
     unframe,
 )
 from ._framing import FramedRecords, encode_record, encode_records, frame_parts, frame_rows
+from ._lengths import follow_lengths, length_follower, use_length_follower
 from ._resync import (
     SkippedDataWarning,
     SkipReport,
@@ -70,12 +72,14 @@ __all__ = [
     "encode_record",
     "encode_records",
     "find_next_record",
+    "follow_lengths",
     "footer_of_crc",
     "frame_parts",
     "frame_rows",
     "header_error",
     "header_ok",
     "iter_records",
+    "length_follower",
     "located",
     "mask",
     "masked_crc32c",
@@ -85,5 +89,6 @@ __all__ = [
     "truncated_error",
     "unaligned",
     "unframe",
+    "use_length_follower",
     "warn_skip",
 ]

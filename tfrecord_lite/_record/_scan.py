@@ -6,11 +6,14 @@ of its data, copy it out) but in phases over the whole buffer:
 
 1. boundaries: record ``k + 1`` starts where record ``k`` ends. When records
    have equal lengths (one writer, fixed layout) every boundary is predicted
-   and confirmed at once with NumPy; otherwise a loop that only reads each
-   length and adds follows them (which records are complete is sorted out
-   afterwards);
+   and confirmed at once with NumPy (a strided view of the length fields, no
+   copy; a few are compared first, so varying lengths cost next to nothing);
+   otherwise the length fields are followed one by one
+   (:func:`~tfrecord_lite._record._lengths.follow_lengths`, or the compiled
+   follower the engine lends, which releases the interpreter lock);
 2. length CRCs: computed once per *distinct* length (a header's CRC depends
-   only on its 8 length bytes), then compared with NumPy;
+   only on its 8 length bytes; the distinct lengths found with a table of the
+   lengths present where they are small, not a sort), then compared with NumPy;
 3. data CRCs: one CRC over the whole run of records (below); where that does
    not match, or records are long, one call per record to the CRC backend,
    compared with NumPy.
@@ -51,7 +54,6 @@ same records left where they are in the buffer, with no copy per record.
 from __future__ import annotations
 
 import functools
-import struct
 import threading
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple, Optional, Union, overload
@@ -61,12 +63,18 @@ import numpy as np
 from ._crc import crc32c, mask_array, unmask_array
 from ._format import HEADER_SIZE, LENGTH, header_ok, length_crc
 from ._format import RECORD_OVERHEAD as OVERHEAD
+from ._lengths import length_follower
 
 __all__ = ["RecordSpans", "Scan", "scan"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
 _NONE = np.zeros(0, dtype=np.int64)
+#: Records of the first length looked at before all are compared (:func:`_boundaries`).
+_PREDICT = 4
+#: Lengths below this (plus 4 a record) have their distinct values found with a
+#: table, not a sort (:func:`_distinct`).
+_TABLE_MIN = 1 << 16
 #: Runs of records shorter than this on average have their data CRCs checked with
 #: one CRC over the run (module docstring); longer ones record by record.
 RUN_CRC_BELOW = 16 * 1024
@@ -306,92 +314,41 @@ def _boundaries(
     """
     head_starts = head_lengths = _NONE
     pos = 0
-    unpack = LENGTH.unpack_from
     if end >= HEADER_SIZE and max_records != 0:
-        (first,) = unpack(buf, 0)
+        (first,) = LENGTH.unpack_from(buf, 0)
         step = first + OVERHEAD
         count = min(end // step, max_records if max_records > 0 else end)
         if first < end and count > 1:
-            # Predict equal-length records and confirm all their length fields at once.
-            arr = np.frombuffer(buf, dtype=np.uint8, count=count * step).reshape(count, step)
-            lens = arr[:, :8].copy().view("<u8")[:, 0]
-            same = lens == first
+            # Predict equal-length records: their length fields, every ``step`` bytes,
+            # are a strided view of the buffer (no copy). A few are looked at first,
+            # so a block of varying lengths costs next to nothing here.
+            lens = np.ndarray((count,), dtype="<u8", buffer=buf, strides=(step,))
+            same = lens[:_PREDICT] == first
+            if same.all():
+                same = lens == first
             good = count if same.all() else int(np.argmin(same))
             head_starts = np.arange(0, good * step, step, dtype=np.int64)
             head_lengths = np.full(good, first, dtype=np.int64)
             pos = good * step
+    cap = max_records - len(head_starts) if max_records >= 0 else -1
+    starts, stop, length = length_follower()(buf, pos, cap)
     need, claim = HEADER_SIZE, False
-    if max_records < 0:
-        starts_arr, stop, length = _chain(buf, pos, end)
-        if length is not None:
-            # The incomplete record at ``stop`` has its whole header here. Bytes that
-            # are here are fine even past ``limit`` (a file that grew since its size
-            # was taken); a claim is an error only for bytes that are not.
-            need = length + OVERHEAD
-            claim = limit is not None and stop + need > limit
-        if not len(starts_arr):
-            return head_starts, head_lengths, stop, need, claim
-        ends = np.empty_like(starts_arr)
-        ends[:-1] = starts_arr[1:]
-        ends[-1] = stop
-        tail_starts, tail_lengths = starts_arr, ends - starts_arr - OVERHEAD
-        pos = stop
-    else:
-        starts: list[int] = []
-        lengths: list[int] = []
-        left = max_records - len(head_starts)  # records still allowed
-        add_start = starts.append
-        add_length = lengths.append
-        last = end - HEADER_SIZE  # a header must start at or before this offset
-        while pos <= last and left:
-            (length,) = unpack(buf, pos)
-            nxt = pos + length + OVERHEAD
-            if nxt > end:
-                need = length + OVERHEAD
-                claim = limit is not None and pos + need > limit
-                break
-            add_start(pos)
-            add_length(length)
-            pos = nxt
-            left -= 1
-        if not starts:
-            return head_starts, head_lengths, pos, need, claim
-        tail_starts = np.array(starts, dtype=np.int64)
-        tail_lengths = np.array(lengths, dtype=np.int64)
+    if length is not None:
+        # The incomplete record at ``stop`` has its whole header here. Bytes that
+        # are here are fine even past ``limit`` (a file that grew since its size
+        # was taken); a claim is an error only for bytes that are not.
+        need = length + OVERHEAD
+        claim = limit is not None and stop + need > limit
+    if not len(starts):
+        return head_starts, head_lengths, stop, need, claim
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = stop
+    lengths = ends - starts - OVERHEAD
     if len(head_starts):
-        tail_starts = np.concatenate([head_starts, tail_starts])
-        tail_lengths = np.concatenate([head_lengths, tail_lengths])
-    return tail_starts, tail_lengths, pos, need, claim
-
-
-def _chain(buf: Buffer, pos: int, end: int) -> tuple[np.ndarray, int, Optional[int]]:
-    """Follow the length fields from ``pos`` (``end == len(buf)``): the starts of the
-    complete records, where the first incomplete one starts, and its length when
-    its whole header is here (else None).
-
-    The loop only reads and adds (a length that runs past the buffer ends it when
-    the next read fails); which records are complete is sorted out afterwards.
-    """
-    chain = [pos]
-    add = chain.append
-    unpack = LENGTH.unpack_from
-    try:
-        while True:
-            pos += unpack(buf, pos)[0] + OVERHEAD
-            add(pos)
-    except (struct.error, OverflowError):
-        pass
-    # Every position but the last is at most ``end - 8``; the last may be anything.
-    n = len(chain) - 1  # records whose length was read
-    beyond = chain[-1]
-    if beyond > end:
-        n -= 1  # the last record read is incomplete
-        stop = chain[n]
-        length = beyond - stop - OVERHEAD if stop + HEADER_SIZE <= end else None
-    else:
-        stop = beyond
-        length = None  # (fewer than 8 bytes after it: the header is not here)
-    return np.array(chain[:n], dtype=np.int64), stop, length
+        starts = np.concatenate([head_starts, starts])
+        lengths = np.concatenate([head_lengths, lengths])
+    return starts, lengths, stop, need, claim
 
 
 def unaligned(buf: np.ndarray, dtype: str) -> np.ndarray:
@@ -477,6 +434,20 @@ def _run_ok(
     return crc32c(run.data) == crc32c(ref.data)
 
 
+def _distinct(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct lengths, in order, and each record's index among them (what
+    ``np.unique(lengths, return_inverse=True)`` gives): where the lengths are small
+    next to their count, with a table of the lengths present (no sort)."""
+    top = int(lengths.max())
+    if top < 4 * len(lengths) + _TABLE_MIN:
+        present = np.zeros(top + 1, dtype=bool)
+        present[lengths] = True
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return np.flatnonzero(present).astype(np.int64), rank[lengths]
+    uniq, inverse = np.unique(lengths, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
 def scan(
     buf: Buffer,
     *,
@@ -513,8 +484,8 @@ def scan(
             # One length (one writer, fixed layout): one header CRC to compute.
             expected = np.array([length_crc(one)], dtype=np.uint64)
         else:
-            uniq, inverse = np.unique(ln, return_inverse=True)
-            distinct = (uniq, inverse.reshape(-1))
+            distinct = _distinct(ln)
+            uniq = distinct[0]
             expected = np.array([length_crc(u) for u in uniq.tolist()], dtype=np.uint64)[
                 distinct[1]
             ]

@@ -26,6 +26,7 @@ import numpy as np
 
 from ... import _settings
 from ._buffers import record_lengths
+from ._framing import install as install_framing
 from ._kernels import jit_available, loaded, warm
 from ._numpy_layout import shares_layout
 
@@ -60,6 +61,7 @@ def choose(
     engine's equal-layout path); ``lengths``: their lengths, where the caller has them.
     The setting is read here, at each call (a bad ``TFRECORD_LITE_ENGINE`` is a
     ``ValueError`` that names it)."""
+    install_framing()  # (the record scan's compiled loop, once the kernels are loaded)
     forced = _settings.engine()
     if forced == "jit":
         if importlib.util.find_spec("numba") is None:
