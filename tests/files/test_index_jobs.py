@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _cli_run import run_cli
 
 import tfrecord_lite as tfr
 from tfrecord_lite._files import _gzindex, ensure_index, indexed_count, known_count
@@ -37,14 +38,7 @@ def write(path: Path, recs: list[bytes], compression: str = "") -> str:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, TFRECORD_LITE_PROGRESS="0")
-    return subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return run_cli(*args)  # (in this process: see tests/_cli_run.py; -j N spawns its workers)
 
 
 # --------------------------------------------------------------------------- building

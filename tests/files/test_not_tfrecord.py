@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tfrecord_lite as tfr
+from tfrecord_lite._cli import main
 from tfrecord_lite._files import NotATFRecordError, sniff_format
 
 
@@ -71,20 +69,20 @@ def test_every_reader_says_what_the_file_is(not_tfrecord: tuple[Path, str]) -> N
         assert (report.path, report.offset, report.length) == (str(path), 0, path.stat().st_size)
 
 
-@pytest.mark.slow
-def test_the_cli_says_what_the_file_is(not_tfrecord: tuple[Path, str]) -> None:
+def test_the_cli_says_what_the_file_is(
+    not_tfrecord: tuple[Path, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # in-process (the console script and `python -m tfrecord_lite` run the same main():
+    # tests/cli/test_cli.py starts them as processes)
     path, what = not_tfrecord
-    env = dict(os.environ, TFRECORD_LITE_PROGRESS="0")
+    monkeypatch.setenv("TFRECORD_LITE_PROGRESS", "0")
     for command in ("count", "info", "verify", "head"):
-        out = subprocess.run(
-            [sys.executable, "-m", "tfrecord_lite", command, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-        )
-        text = (out.stdout + out.stderr).strip()
-        assert out.returncode != 0, text
+        code = main([command, str(path)])
+        out = capsys.readouterr()
+        text = (out.out + out.err).strip()
+        assert code != 0, text
         assert f"not a TFRecord file: starts like {what}" in text, (command, text)
         assert "stored 0x" not in text and "CRC32C of its" not in text, (command, text)
 

@@ -7,6 +7,7 @@ jobs are SIGKILLed at random moments of ``close()`` to check it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -14,11 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import tfrecord_lite as tfr
+from tfrecord_lite._cli import main
 from tfrecord_lite._files import IncompleteShardSetError, check_shard_set
 from tfrecord_lite._files._shardset import write_manifest
 
@@ -48,7 +51,10 @@ def test_the_manifest_is_written_last_and_lists_every_shard(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("split", [{"num_shards": 4}, {"records_per_shard": 100}])
 def test_an_unfinished_set_is_refused_by_every_way_of_naming_it(
-    tmp_path: Path, split: dict[str, int]
+    tmp_path: Path,
+    split: dict[str, int],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _write(tmp_path / "train", **split)
     write_manifest(str(tmp_path / "train"), "")  # as the job left it: not complete
@@ -61,14 +67,10 @@ def test_an_unfinished_set_is_refused_by_every_way_of_naming_it(
             tfr.TFRecordDataset(source)
     with pytest.raises(IncompleteShardSetError):
         check_shard_set(tfr.expand_paths([str(p) for p in sorted(tmp_path.glob("train-*"))]))
-    out = subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", "count", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ, TFRECORD_LITE_PROGRESS="0"),
-    )
-    assert out.returncode != 0 and "incomplete" in out.stderr and out.stdout == "", out
+    monkeypatch.setenv("TFRECORD_LITE_PROGRESS", "0")
+    code = main(["count", str(tmp_path)])  # (in-process: tests/cli runs the CLI's processes)
+    out = capsys.readouterr()
+    assert code != 0 and "incomplete" in out.err and out.out == "", out
 
 
 def test_shards_that_are_not_the_manifests_are_refused(tmp_path: Path) -> None:
@@ -99,55 +101,94 @@ def test_an_aborted_writer_leaves_no_manifest_and_no_final_names(tmp_path: Path)
     assert all(n.startswith(".") for n in os.listdir(tmp_path))
 
 
-_CHILD = """
-import sys, time
+# One process imports tfrecord_lite once, then forks a writer for each line it reads ("PREFIX
+# MODE"): the writer says "closing PID" and "closed" around close(); the process says "done"
+# once that writer has ended (finished or killed). Each writer is a real process of its own,
+# SIGKILLed from here, without paying for a Python start and an import each time.
+_WRITERS = """
+import os, sys, traceback
 import tfrecord_lite as tfr
-prefix, mode = sys.argv[1], sys.argv[2]
-split = {"num_shards": 8} if mode == "n" else {"records_per_shard": 50}
-w = tfr.ShardedWriter(prefix, write_index=True, **split)
-w.write_all(b"record %05d " % i * 20 for i in range(400))
-print("closing", flush=True)
-w.close()
-print("closed", flush=True)
+for line in sys.stdin:
+    prefix, mode = line.split()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            split = {"num_shards": 8} if mode == "n" else {"records_per_shard": 50}
+            w = tfr.ShardedWriter(prefix, write_index=True, **split)
+            w.write_all(b"record %05d " % i * 20 for i in range(400))
+            print("closing", os.getpid(), flush=True)
+            w.close()
+            print("closed", flush=True)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    print("done", status, flush=True)
 """
 
 
-def _run_child(prefix: Path, mode: str, delay: float | None) -> float:
+@pytest.fixture
+def writers() -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITERS],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc
+    finally:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.stdout.close()
+
+
+def _run_child(
+    writers: subprocess.Popen[str], prefix: Path, mode: str, delay: float | None
+) -> float:
     """Run a writer; SIGKILL it ``delay`` s after it starts close() (None: let it finish).
     Returns how long close() took (seen from here), or -1 when killed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(prefix), mode], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    try:
-        assert proc.stdout.readline().strip() == "closing"
-        start = time.monotonic()
-        if delay is None:
-            assert proc.stdout.readline().strip() == "closed"
-            took = time.monotonic() - start
-            proc.wait(30)
-            return took
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        return -1.0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
+    assert writers.stdin is not None and writers.stdout is not None
+    writers.stdin.write(f"{prefix} {mode}\n")
+    writers.stdin.flush()
+    word, pid = writers.stdout.readline().split()
+    assert word == "closing"
+    start = time.monotonic()
+    if delay is None:
+        assert writers.stdout.readline().strip() == "closed"
+        took = time.monotonic() - start
+        assert writers.stdout.readline().split() == ["done", "0"]
+        return took
+    time.sleep(delay)
+    with contextlib.suppress(ProcessLookupError):  # (close() may have ended first)
+        os.kill(int(pid), signal.SIGKILL)
+    line = writers.stdout.readline()
+    if line.strip() == "closed":
+        line = writers.stdout.readline()
+    assert line.startswith("done"), line
+    return -1.0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["n", "r"])
 def test_a_job_killed_during_close_never_leaves_a_set_that_looks_complete(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, writers: subprocess.Popen[str]
 ) -> None:
-    took = _run_child(tmp_path / "calibrate" / "train", mode, None)
+    took = _run_child(writers, tmp_path / "calibrate" / "train", mode, None)
     rng = random.Random(7)
     partial = 0  # kills that left some, not all, shards under final names
     for run in range(9):
         out = tmp_path / f"run{run}"
-        _run_child(out / "train", mode, rng.uniform(0, took * 1.2))
+        _run_child(writers, out / "train", mode, rng.uniform(0, took * 1.2))
         final = [n for n in os.listdir(out) if "-of-" in n and not n.startswith(".")]
         final = [n for n in final if not n.endswith(".index")]
         if 0 < len(final) < 8:

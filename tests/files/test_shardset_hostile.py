@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli_run import run_cli
 
 import tfrecord_lite as tfr
 from tfrecord_lite._files import IncompleteShardSetError, InvalidManifestError
@@ -39,12 +39,7 @@ def _read(source: str) -> list[bytes]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(*args)  # (in this process: see tests/_cli_run.py)
 
 
 def _rewrite(path: str, records: list[bytes]) -> None:

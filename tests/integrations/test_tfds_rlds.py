@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _cli_run import run_cli
 
 import tfrecord_lite as tfr
 import tfrecord_lite.tfds as tfds
@@ -33,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[1] / "data" / "tfds"
 RLDS = ROOT / "tfl_rlds" / "1.0.0"
 #: Steps per episode, in the order as_dataset yields the episodes (TFDS's order).
 LENGTHS = {"train": [1, 2, 8, 3, 5, 0], "test": [4, 1]}
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -275,18 +275,9 @@ def test_steps_of_different_lengths_are_a_parse_error(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    return run_cli(*args)  # (in this process: see tests/_cli_run.py)
 
 
-@pytest.mark.slow
 def test_cli_info_and_verify_on_an_rlds_directory(tmp_path: Path) -> None:
     info = _cli("info", str(RLDS))
     assert info.returncode == 0, info.stderr
