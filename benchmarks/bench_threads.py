@@ -9,8 +9,12 @@
 in-memory records (taxi-like, CSV-ExampleGen-like and tf.Transform-like records of
 :mod:`benchmarks.data`), as a training script's own threads would; each repeat
 runs every thread count in turn, so load from elsewhere on the machine falls on
-all of them alike. Prints the core count, and per record set the median records/s
-of each thread count and its speed-up over one thread.
+all of them alike. Prints the core count, a calibration (the same thread counts
+hashing 1 MiB buffers with ``hashlib``, which releases the GIL: what the machine's
+cores give threads at that moment), and per record set the median records/s of
+each thread count and its speed-up over one thread, and the CPU time one thread
+spends per batch outside the compiled kernels (holding the GIL: what threads
+cannot run at once), with its share of the batch's CPU time.
 
 Writes ``--shards`` GZIP shards of taxi-like Examples (:func:`benchmarks.data.taxi_records`,
 the same records in each shard) to a temporary directory, then for each thread count N
@@ -55,18 +59,90 @@ USER_SETS = {
 }
 
 
-def _user_threads(args: argparse.Namespace, counts: list[int]) -> None:
-    """``tfr.io.parse_example`` over in-memory batches on N user threads at once."""
+def _run_threads(n: int, work: Any) -> float:
+    """Wall seconds of ``n`` threads each running ``work()``."""
     import threading
 
+    threads = [threading.Thread(target=work) for _ in range(n)]
+    t = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - t
+
+
+def _hash_calibration(counts: list[int], repeat: int) -> dict[int, float]:
+    """Each thread count's speed-up over the first hashing 1 MiB buffers with
+    ``hashlib`` (sha256 releases the GIL): the cores threads get right now."""
+    import hashlib
+
+    buf = os.urandom(1 << 20)
+
+    def work() -> None:
+        for _ in range(64):
+            hashlib.sha256(buf).digest()
+
+    walls: dict[int, list[float]] = {n: [] for n in counts}
+    for _ in range(repeat):
+        for n in counts:
+            walls[n].append(_run_threads(n, work))
+    rates = {n: n / statistics.median(walls[n]) for n in counts}
+    return {n: rates[n] / rates[counts[0]] for n in counts}
+
+
+def _outside_kernels(batches: list[list[bytes]], features: Any, repeat: int) -> tuple[float, float]:
+    """One thread's CPU time per batch outside the compiled kernels (ms, median of
+    ``repeat`` passes) and its share of the batch's CPU time: every kernel of the
+    module the Example path runs is timed (``time.thread_time``) while it runs."""
+    import tfrecord_lite as tfr
+    from tfrecord_lite._examples._engines import _kernels
+
+    kern = _kernels.load()
+    inside = [0]
+    real = {name: getattr(kern, name) for name in kern.__all__}
+
+    def timed(f: Any) -> Any:
+        def run(*a: Any) -> Any:
+            t = time.thread_time_ns()
+            try:
+                return f(*a)
+            finally:
+                inside[0] += time.thread_time_ns() - t
+
+        return run
+
+    outside, shares = [], []
+    try:
+        for name, f in real.items():
+            setattr(kern, name, timed(f))
+        for _ in range(repeat):
+            inside[0] = 0
+            t = time.thread_time_ns()
+            for batch in batches:
+                tfr.io.parse_example(batch, features)
+            total = time.thread_time_ns() - t
+            outside.append((total - inside[0]) / len(batches) / 1e6)
+            shares.append((total - inside[0]) / total)
+    finally:
+        for name, f in real.items():
+            setattr(kern, name, f)
+    return statistics.median(outside), statistics.median(shares)
+
+
+def _user_threads(args: argparse.Namespace, counts: list[int]) -> None:
+    """``tfr.io.parse_example`` over in-memory batches on N user threads at once."""
     import tfrecord_lite as tfr
     from tfrecord_lite._examples._engines import _kernels
 
     _kernels.wait()  # (auto takes the compiled engine once it is loaded)
     print(f"user threads calling tfr.io.parse_example, {args.records} in-memory records "
           f"each, batch {args.batch}, median of {args.repeat} (thread counts interleaved)")  # fmt: skip
+    calibration = _hash_calibration(counts, args.repeat)
+    print("hashlib calibration (1 MiB sha256 buffers): "
+          + ", ".join(f"{n} threads {x:.2f}x" for n, x in calibration.items()))  # fmt: skip
     header = "".join(f"{f'{n} thread rec/s':>17s} {'x':>5s}" for n in counts)
-    print(f"{'records':>20s} {header}")
+    print(f"{'records':>20s} {header} {'GIL ms/batch':>12s} {'share':>6s}")
     for label, (make, dataset) in USER_SETS.items():
         records = make(args.records)[0]
         features = tasks.lite_features(tfr, dataset)
@@ -81,17 +157,12 @@ def _user_threads(args: argparse.Namespace, counts: list[int]) -> None:
         walls: dict[int, list[float]] = {n: [] for n in counts}
         for _ in range(args.repeat):
             for n in counts:
-                threads = [threading.Thread(target=parse_all) for _ in range(n)]
-                t = time.perf_counter()
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-                walls[n].append(time.perf_counter() - t)
+                walls[n].append(_run_threads(n, parse_all))
         rates = {n: n * len(records) / statistics.median(walls[n]) for n in counts}
         base = rates[counts[0]]
         cells = "".join(f"{rates[n]:17,.0f} {rates[n] / base:5.2f}" for n in counts)
-        print(f"{label:>20s} {cells}")
+        outside, share = _outside_kernels(batches, features, args.repeat)
+        print(f"{label:>20s} {cells} {outside:12.3f} {share:6.0%}")
 
 
 def main() -> None:

@@ -69,6 +69,8 @@ def _fixed_len(key: str, spec: FixedLenFeature, col: Column, where: _Where) -> n
     n = len(col.present)
     shape = tuple(spec.shape)
     size = math.prod(shape)
+    if size and col.summary is not None and col.summary == (n, size, size):
+        return col.values.reshape((n, *shape))  # (every record has ``size`` values)
     bad = col.present & (col.counts != size)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -110,7 +112,10 @@ def _var_len(spec: VarLenFeature, col: AnyColumn) -> SparseValue:
         n, record = col.n, col.rows
     else:
         n, record = len(counts), None
-    width = int(counts.max()) if len(counts) else 0
+    if isinstance(col, FastColumn) and col.summary is not None:
+        width = col.summary[2]  # (the most values of any record)
+    else:
+        width = int(counts.max()) if len(counts) else 0
     if width == 0:
         return _no_values(spec.dtype, n)
     if width == 1:

@@ -218,8 +218,9 @@ def _bytes_objects(
                     out[idx] = b""
                     continue
                 block = data[start[idx][:, None] + np.arange(size)]
-                part = np.empty(len(idx), dtype=object)
-                part[:] = block.view(np.dtype((np.void, size))).ravel().tolist()
+                part = block.view(np.dtype((np.void, size))).ravel().astype(object)  # (bytes)
+                if len(distinct) == 1:
+                    return part
                 out[idx] = part
             return out
     ends = start + length

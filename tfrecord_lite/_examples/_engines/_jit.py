@@ -2,10 +2,14 @@
 :mod:`._jit_sequences` over a window of records (with the ``jit`` extra:
 ``pip install 'tfrecord-lite-np[jit]'``).
 
-Per window, the driver makes O(kinds + keys) NumPy calls: the walk fills one row
-per record of (where, how many, packed?) for every key, one fill kernel writes
-every key's values into one array per kind, and each key's column is a slice of
-it. A wide batch (a sparse schema: thousands of keys, each in a few records,
+Per window, the driver makes a fixed number of NumPy calls and, per key, only
+slices: the walk fills one row per record of (where, how many, packed?) for every
+key, a tally kernel turns it into one row per key with each key's total, place and
+summary (:func:`~._jit_kernels.tally_columns`), one fill kernel writes every key's
+values into one array per kind, and each key's column is a slice of it; every
+bytes key's values are made ``bytes`` together (:func:`_all_bytes`). Between the
+kernels, which release the GIL, the Python work per batch is what threads of one
+process cannot do at once (taxi-like batches of 1024: about 0.4 ms of 1.6). A wide batch (a sparse schema: thousands of keys, each in a few records,
 :func:`~._output.wide`) is walked into one entry per (record, key read)
 instead (:func:`_jit_sparse`), so its memory follows the entries present, not
 records x keys. Bytes values repeated in a column (categorical strings) are cut out once
@@ -82,6 +86,9 @@ class JitTable:
         np.cumsum([len(k) for k in keys], out=self.koff[1:])
         self.kbytes = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
         self.kkind = np.array([KIND_OF_DTYPE[d.name] for d in self.dtypes], dtype=np.int8)
+        #: Each key's kind, as Python ints; the bytes keys, in key order.
+        self.kinds: list[int] = self.kkind.tolist()
+        self.bytes_keys = [k for k, kind in enumerate(self.kinds) if kind == KIND_BYTES]
 
 
 @functools.lru_cache(maxsize=64)
@@ -107,20 +114,53 @@ def _bytes_values(
 ) -> np.ndarray:
     """``buf[start[i]:start[i]+length[i]]`` for every i, as an object array of bytes;
     repeated values are cut out once (equal values share one ``bytes`` object)."""
+    return _interned(kern, buf, data, start, length, np.array([0, len(start)], dtype=np.int64))
+
+
+def _interned(
+    kern: Any,
+    buf: Any,
+    data: np.ndarray,
+    start: np.ndarray,
+    length: np.ndarray,
+    bounds: np.ndarray,
+) -> np.ndarray:
+    """:func:`_bytes_values` of several columns' values at once (column ``g`` 's:
+    ``bounds[g]`` to ``bounds[g + 1]``), made by one call: in each column where at
+    most :data:`DISTINCT_SHARE` of them differ, each distinct value once
+    (:func:`~._jit_kernels.intern_columns`)."""
     m = len(start)
-    if m < 16 or int(length.max()) > INTERN_BYTES:
-        return _bytes_objects(buf, data, start, length)
-    size = 1 << (2 * m).bit_length()
-    slots = np.full(size, -1, dtype=np.int64)
-    first = np.empty(m, dtype=np.int64)
-    distinct = kern.intern_bytes(data, start, length, slots, first)
-    if distinct > DISTINCT_SHARE * m:
-        return _bytes_objects(buf, data, start, length)
-    heads = np.flatnonzero(first == np.arange(m))
-    made = _bytes_objects(buf, data, start[heads], length[heads])
-    where = np.empty(m, dtype=np.int64)
-    where[heads] = np.arange(len(heads))
-    return made[where[first]]
+    if m < 16:
+        return _made(kern, buf, data, start, length)
+    slots = np.empty(1 << (2 * m).bit_length(), dtype=np.int64)
+    heads = np.empty(m, dtype=np.int64)
+    which = np.empty(m, dtype=np.int64)
+    made = kern.intern_columns(
+        data, start, length, bounds, DISTINCT_SHARE, INTERN_BYTES, slots, heads, which
+    )
+    if made == m:
+        return _made(kern, buf, data, start, length)
+    first = heads[:made]
+    return _made(kern, buf, data, start[first], length[first])[which]
+
+
+#: Values of one length up to this long, this many or more, are copied out by a
+#: kernel (without the GIL) and made ``bytes`` by one NumPy call.
+GATHER_BYTES, GATHER_MIN = 64, 32
+
+
+def _made(
+    kern: Any, buf: Any, data: np.ndarray, start: np.ndarray, length: np.ndarray
+) -> np.ndarray:
+    """:func:`~._buffers._bytes_objects`, values of one length (ids, fixed-width codes)
+    copied out by :func:`~._jit_kernels.gather_bytes`."""
+    if len(start) >= GATHER_MIN:
+        size = int(length[0])
+        if 0 < size <= GATHER_BYTES and not (length != size).any():
+            block = np.empty((len(start), size), dtype=np.uint8)
+            kern.gather_bytes(data, start, block)
+            return block.view(np.dtype((np.void, size))).ravel().astype(object)
+    return _bytes_objects(buf, data, start, length)
 
 
 class _Values:
@@ -174,7 +214,20 @@ def _joined_records(
 
 def _key_arrays(n: int, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (record, key) -- one row per record, so a record's keys are written close
-    together: where the list's bytes start and end, its number of values, its flag."""
+    together: where the list's bytes start and end, its number of values, its flag.
+    Not zeroed: :func:`~._jit_kernels.walk_examples` zeroes each record's row itself,
+    without the GIL (:func:`_zeroed_key_arrays` for the SequenceExample walk)."""
+    start_end = np.empty((2, n, nkeys), dtype=np.int64)
+    return (
+        start_end[0],
+        start_end[1],
+        np.empty((n, nkeys), dtype=np.int64),
+        np.empty((n, nkeys), dtype=np.int8),
+    )
+
+
+def _zeroed_key_arrays(n: int, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_key_arrays` with the counts and flags zeroed."""
     return (
         np.empty((n, nkeys), dtype=np.int64),
         np.empty((n, nkeys), dtype=np.int64),
@@ -284,7 +337,7 @@ def _jit_dense(
     buf, data, starts, ends = _joined_records(records, lengths)
     status = np.zeros(n, dtype=np.uint8)
     seen = np.full(nkeys, -1, dtype=np.int64)
-    fstart, fend, fcount, fflag = _key_arrays(n, nkeys)
+    fstart, fend, fcount, fflag = _key_arrays(n, nkeys)  # (zeroed by the walk)
     kern.walk_examples(
         data, starts, ends, table.slots, table.koff, table.kbytes, table.kkind,
         seen, status, fstart, fend, fcount, fflag,
@@ -292,25 +345,55 @@ def _jit_dense(
     handled = status == 0
     if handled.all():
         rows = np.arange(n, dtype=np.int64)
-        counts, flags = fcount, fflag
     else:
         rows = np.flatnonzero(handled).astype(np.int64)
         if not len(rows):
             return None
-        counts, flags = fcount[rows], fflag[rows]
-    vals = _Values(counts.sum(axis=0), table.kkind)
+    # One row per key (which records have it, their counts), each key's total,
+    # place and summary: one kernel, not NumPy calls per key and kind.
+    m = len(rows)
+    present_of = np.empty((nkeys, m), dtype=bool)
+    counts_of = np.empty((nkeys, m), dtype=np.int64)
+    stats = np.empty((nkeys, 5), dtype=np.int64)
+    sizes = np.zeros(4, dtype=np.int64)
+    kern.tally_columns(rows, table.kkind, fcount, fflag, present_of, counts_of, stats, sizes)
+    nbytes, nfloats, nints = sizes.tolist()[KIND_BYTES:]
+    ints = np.empty(nints, dtype=np.int64)
+    floats = np.empty(nfloats, dtype="<f4")
+    bstart = np.empty(nbytes, dtype=np.int64)
+    blength = np.empty(nbytes, dtype=np.int64)
     kern.fill_values(
-        data, rows, table.kkind, vals.offsets.copy(), fstart, fend, fcount, fflag, *vals.outputs()
-    )
-    present_of = np.ascontiguousarray((flags & 3 != 0).T)  # (not EMPTY)
-    counts_of = np.ascontiguousarray(counts.T)
-    cols = {
-        name: FastColumn(
-            present_of[k], counts_of[k], vals.column(kern, buf, data, k, int(table.kkind[k]))
-        )
-        for k, name in enumerate(table.names)
+        data, rows, table.kkind, stats[:, 1].copy(), fstart, fend, fcount, fflag,
+        ints, floats.view(np.uint8), bstart, blength,
+    )  # fmt: skip
+    each = stats.tolist()
+    by_kind: dict[int, np.ndarray] = {
+        KIND_INT64: ints,
+        KIND_FLOAT: floats if floats.dtype.isnative else floats.astype(np.float32),
+        KIND_BYTES: _all_bytes(kern, buf, data, bstart, blength, table, each),
     }
+    cols = {}
+    for k, name in enumerate(table.names):
+        total, at, present, fewest, most = each[k]
+        values = by_kind[table.kinds[k]][at : at + total]
+        cols[name] = FastColumn(present_of[k], counts_of[k], values, (present, fewest, most))
     return handled, cols
+
+
+def _all_bytes(
+    kern: Any,
+    buf: Any,
+    data: np.ndarray,
+    bstart: np.ndarray,
+    blength: np.ndarray,
+    table: JitTable,
+    each: list[list[int]],
+) -> np.ndarray:
+    """Every bytes key's values of a batch (key after key, as ``bstart``,
+    ``blength``; ``each[k][1]``: where key ``k`` 's begin), as one object array of
+    ``bytes`` made by one call (:func:`_interned`)."""
+    bounds = np.array([each[k][1] for k in table.bytes_keys] + [len(bstart)], dtype=np.int64)
+    return _interned(kern, buf, data, bstart, blength, bounds)
 
 
 def jit_extract_sequences(
@@ -345,8 +428,8 @@ def _jit_sequence_window(
     n = len(records)
     buf, data, starts, ends = _joined_records(records, lengths)
     nc, nl = len(ctable.names), len(ltable.names)
-    cstart, cend, ccount, cflag = _key_arrays(n, nc)
-    lstart, lend, lcount, lflag = _key_arrays(n, nl)
+    cstart, cend, ccount, cflag = _zeroed_key_arrays(n, nc)
+    lstart, lend, lcount, lflag = _zeroed_key_arrays(n, nl)
     lsteps = np.zeros((n, nl), dtype=np.int64)
     ok = seq.walk_sequences(
         data, starts, ends,

@@ -11,7 +11,7 @@ switch (``TFRECORD_LITE_FASTPATH``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple, Union
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -39,12 +39,16 @@ class FastColumn(NamedTuple):
     empty ``Feature()`` counts as absent, as in TensorFlow); ``counts[i]``: its
     number of values (0 when absent); ``values``: all records' values, concatenated.
     Both extractors produce it: this module's, and the generic one in ``_parse``
-    (which calls it ``Column``).
+    (which calls it ``Column``). ``summary``, where the engine counted it (the
+    compiled one): (records with the key, the fewest values of one of them, the
+    most values of any record), so the assembly can skip its checks of a column
+    where every record has the values its spec asks for; None elsewhere.
     """
 
     present: np.ndarray
     counts: np.ndarray
     values: np.ndarray
+    summary: Optional[tuple[int, int, int]] = None
 
 
 class SparseColumn(NamedTuple):
