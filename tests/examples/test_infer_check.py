@@ -9,14 +9,13 @@ whole file with it, and runs the command line on the same file.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import pytest
+from _cli_run import run_cli
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples import _infer
@@ -32,15 +31,7 @@ def write(path: Path, rows: list[dict[str, Any]], compression: Optional[str] = N
 
 
 def cli_schema(*args: Any) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", TFRECORD_LITE_PROGRESS="0")
-    return subprocess.run(
-        [sys.executable, "-m", "tfrecord_lite", "schema", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=300,
-        env=env,
-    )
+    return run_cli("schema", *args)  # (in this process: see tests/_cli_run.py)
 
 
 def assert_cli_agrees(source: Any, *paths: Path) -> None:
