@@ -105,6 +105,7 @@ ALLOWED_DYNAMIC: dict[str, Allowance] = {
         frozenset(
             {
                 "_examples._engines._jit_kernels",
+                "_examples._engines._jit_columns",
                 "_examples._engines._jit_sequences",
                 "_examples._jit_encode_kernels",
                 "_examples._jit_encode_crc",

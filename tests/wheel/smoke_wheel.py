@@ -68,6 +68,8 @@ def test_imports_from_the_installed_wheel_only() -> None:
 NEEDS_EXTRA = {
     "tfrecord_lite.torch": "torch",
     "tfrecord_lite._examples._engines._jit_kernels": "numba",
+    "tfrecord_lite._examples._engines._jit_columns": "numba",
+    "tfrecord_lite._examples._engines._jit_framing": "numba",
     "tfrecord_lite._examples._engines._jit_sequences": "numba",
     "tfrecord_lite._examples._jit_encode_kernels": "numba",
     "tfrecord_lite._examples._jit_encode_crc": "numba",

@@ -35,7 +35,7 @@ The engines
   SequenceExamples :mod:`._numpy_sequences`), keys found through a :class:`KeyTable`
   (:mod:`._numpy_keys`).
 * ``jit`` (:mod:`._jit`, with numba): compiled kernels walk each record once
-  (:mod:`._jit_kernels`, :mod:`._jit_sequences`), loaded or compiled in the
+  (:mod:`._jit_kernels`, :mod:`._jit_columns`, :mod:`._jit_sequences`), loaded or compiled in the
   background (:mod:`._kernels`).
 
 :func:`choose` picks the engine for a batch (one rule for Examples,

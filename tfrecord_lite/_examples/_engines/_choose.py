@@ -27,7 +27,7 @@ import numpy as np
 from ... import _settings
 from ._buffers import record_lengths
 from ._framing import install as install_framing
-from ._kernels import jit_available, loaded, warm
+from ._kernels import EXAMPLE_MODULES, jit_available, loaded, warm
 from ._numpy_layout import shares_layout
 
 __all__ = ["EXAMPLE_KERNELS", "SEQUENCE_KERNELS", "choose"]
@@ -40,9 +40,9 @@ JIT_MIN_RECORDS = 64
 #: where numba is installed (taxi-like records: 2-3x the NumPy engine's rate).
 AUTO_PICKS_JIT = True
 #: The kernel modules an Example batch runs.
-EXAMPLE_KERNELS = ("_jit_kernels",)
+EXAMPLE_KERNELS = EXAMPLE_MODULES
 #: The kernel modules a SequenceExample batch runs.
-SEQUENCE_KERNELS = ("_jit_kernels", "_jit_sequences")
+SEQUENCE_KERNELS = (*EXAMPLE_MODULES, "_jit_sequences")
 
 
 def choose(

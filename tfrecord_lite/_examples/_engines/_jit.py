@@ -5,7 +5,7 @@
 Per window, the driver makes a fixed number of NumPy calls and, per key, only
 slices: the walk fills one row per record of (where, how many, packed?) for every
 key, a tally kernel turns it into one row per key with each key's total, place and
-summary (:func:`~._jit_kernels.tally_columns`), one fill kernel writes every key's
+summary (:func:`~._jit_columns.tally_columns`), one fill kernel writes every key's
 values into one array per kind, and each key's column is a slice of it; every
 bytes key's values are made ``bytes`` together (:func:`_all_bytes`). Between the
 kernels, which release the GIL, the Python work per batch is what threads of one
@@ -25,6 +25,7 @@ numba's on-disk cache, the first time a batch needs them, in the background for
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -128,7 +129,7 @@ def _interned(
     """:func:`_bytes_values` of several columns' values at once (column ``g`` 's:
     ``bounds[g]`` to ``bounds[g + 1]``), made by one call: in each column where at
     most :data:`DISTINCT_SHARE` of them differ, each distinct value once
-    (:func:`~._jit_kernels.intern_columns`)."""
+    (:func:`~._jit_columns.intern_columns`)."""
     m = len(start)
     if m < 16:
         return _made(kern, buf, data, start, length)
@@ -153,7 +154,7 @@ def _made(
     kern: Any, buf: Any, data: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> np.ndarray:
     """:func:`~._buffers._bytes_objects`, values of one length (ids, fixed-width codes)
-    copied out by :func:`~._jit_kernels.gather_bytes`."""
+    copied out by :func:`~._jit_columns.gather_bytes`."""
     if len(start) >= GATHER_MIN:
         size = int(length[0])
         if 0 < size <= GATHER_BYTES and not (length != size).any():
@@ -289,6 +290,17 @@ def _jit_sparse(
     return handled, cols
 
 
+def _example_kernels() -> Any:
+    """The Example kernels the driver calls, as one namespace: the walks and fills
+    (:mod:`._jit_kernels`) and the per-key bookkeeping (:mod:`._jit_columns`)."""
+    return _kernel_namespace(_load(), _load("_jit_columns"))
+
+
+@functools.cache
+def _kernel_namespace(*modules: Any) -> Any:
+    return types.SimpleNamespace(**{n: getattr(m, n) for m in modules for n in m.__all__})
+
+
 def jit_extract(
     records: Sequence[bytes],
     table: JitTable,
@@ -301,7 +313,7 @@ def jit_extract(
     :class:`~._output.SparseColumn` s. Big records: a window of records at a time
     (:func:`~._buffers.by_windows`, as every engine)."""
     try:
-        kern = _load()
+        kern = _example_kernels()
     except Exception:
         return None
     _settle_heap()
@@ -402,7 +414,7 @@ def jit_extract_sequences(
     """:func:`~._numpy.extract_sequences` by the compiled kernels: the context and
     feature-list columns, or None when any record needs the reference path."""
     try:
-        kern = _load()
+        kern = _example_kernels()
         seq = _load("_jit_sequences")
     except Exception:
         return None

@@ -59,6 +59,7 @@ from ... import _settings
 from ..._files import UnsafeDirectoryError, private_directory, why_unsafe
 
 __all__ = [
+    "EXAMPLE_MODULES",
     "KERNEL_MODULES",
     "jit_available",
     "kernels_hash",
@@ -69,11 +70,20 @@ __all__ = [
 ]
 
 #: Every module of compiled kernels, by the name :func:`load` takes (the module's own).
-KERNEL_MODULES = ("_jit_kernels", "_jit_sequences", "_jit_encode_kernels", "_jit_encode_crc")
+KERNEL_MODULES = (
+    "_jit_kernels",
+    "_jit_columns",
+    "_jit_sequences",
+    "_jit_encode_kernels",
+    "_jit_encode_crc",
+)
+#: The kernel modules an Example batch runs (the walks and fills, the per-key bookkeeping).
+EXAMPLE_MODULES = ("_jit_kernels", "_jit_columns")
 #: Every module whose code or constants the compiled kernels hold: the kernels and the
 #: modules they import from this package, by their names within ``_examples``.
 KERNEL_SOURCES = (
     "_engines._jit_kernels",
+    "_engines._jit_columns",
     "_engines._jit_sequences",
     "_jit_encode_kernels",
     "_jit_encode_crc",
@@ -84,6 +94,7 @@ KERNEL_SOURCES = (
 #: from ``sys.modules`` before the next try).
 KERNEL_IMPORTS = (
     "tfrecord_lite._examples._engines._jit_kernels",
+    "tfrecord_lite._examples._engines._jit_columns",
     "tfrecord_lite._examples._engines._jit_sequences",
     "tfrecord_lite._examples._jit_encode_kernels",
     "tfrecord_lite._examples._jit_encode_crc",
@@ -134,7 +145,7 @@ def jit_available() -> bool:
 def loaded(*names: str) -> bool:
     """Whether these kernel modules are loaded in this process (default: the Example
     kernels)."""
-    return all(n in _modules for n in names or ("_jit_kernels",))
+    return all(n in _modules for n in names or EXAMPLE_MODULES)
 
 
 def _writable(path: str) -> bool:
@@ -325,6 +336,10 @@ def _import_kernels(name: str, where: str) -> Any:
             from . import _jit_kernels
 
             return _jit_kernels
+        if name == "_jit_columns":
+            from . import _jit_columns
+
+            return _jit_columns
         if name == "_jit_sequences":
             from . import _jit_sequences
 
@@ -413,6 +428,9 @@ def _start_compile(names: tuple[str, ...], where: str) -> Optional[Any]:
         f"from {__package__} import _kernels\n"
         f"_kernels._where = {where!r}\n"
         f"for n in {list(names)!r}: _kernels.load(n)\n"
+        # (and the record scan's length follower, which is compiled into the same folder)
+        f"from {__package__} import _framing\n"
+        "_framing.install_now()\n"
     )
     try:
         return subprocess.Popen(
@@ -448,7 +466,7 @@ def warm(*names: str) -> None:
     CPU, and the interpreter lock, which a process done sooner (a command, a few
     batches) would spend for nothing. Never blocks: a load under way holds
     :data:`_lock`, which this never takes."""
-    key = tuple(names or ("_jit_kernels",))
+    key = tuple(names or EXAMPLE_MODULES)
     if key in _warming or loaded(*key) or not jit_available():
         return
     now = time.monotonic()
@@ -480,7 +498,7 @@ def warm(*names: str) -> None:
 def wait(*names: str, timeout: Optional[float] = None) -> bool:
     """Load these kernel modules (default: the Example kernels) if a background load
     is not already doing it, and wait for them; True when they are loaded."""
-    key = tuple(names or ("_jit_kernels",))
+    key = tuple(names or EXAMPLE_MODULES)
     if not jit_available():
         return False
     thread = _warming.get(key)
