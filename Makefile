@@ -45,10 +45,12 @@ $(VENV)/.installed-demo: pyproject.toml | $(PY)
 	$(PY) $(PIP_INSTALL) -e ".[fast,image,jit]"
 	touch $@
 
-# `make test` adds the test and development tools, and PyTorch for tfrecord_lite.torch.
+# `make test` adds the test and development tools, PyTorch for tfrecord_lite.torch, and
+# torchdata for its StatefulDataLoader (resuming an IterableDataset mid-epoch).
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) $(PIP_INSTALL) -e ".[fast,image,jit,test,dev]"
 	$(PY) -c "import torch" 2>/dev/null || $(PY) $(PIP_INSTALL) "torch==2.13.0"
+	$(PY) -c "import torchdata" 2>/dev/null || $(PY) $(PIP_INSTALL) "torchdata>=0.8"
 	touch $@ $(VENV)/.installed-demo
 
 install-demo: $(VENV)/.installed-demo
