@@ -6,7 +6,9 @@
 Every (task, implementation) runs in its own child process per repetition, so
 imports, TensorFlow's thread pools and peak RSS never leak from one run into the
 next. Implementations alternate (A B C A B C ...) so that drift on a shared,
-noisy machine hits them alike. Inside a child each variant is timed repeatedly
+noisy machine hits them alike. Inside a child the variants first run in turn,
+untimed, for a few seconds (``tasks.WARMUP_S``: imports, the page cache, the compiled
+kernels' background load), then each is timed repeatedly
 for ``--min-time`` seconds and the child reports its median; across children the
 report gives the median, min and max. Rates are records/s (``krec/s``) or bytes
 of the file per second (``MB/s``, 10^6 bytes).
@@ -622,7 +624,10 @@ def render(report: dict[str, Any]) -> str:
     # Details.
     add("## Every variant")
     add("")
-    add("Median [min – max] over runs; setup (imports, pipeline construction) is not timed.")
+    add(
+        "Median [min – max] over runs; setup (imports, pipeline construction) and a "
+        f"{tasks.WARMUP_S:g} s warm-up of each run (every variant in turn) are not timed."
+    )
     add("")
     add("| Task | Implementation | Variant | Rate | Unit | Runs | Peak RSS MiB |")
     add("|---|---|---|---|---|---|---|")
