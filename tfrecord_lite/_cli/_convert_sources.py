@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._files import Damage, SalvageInfo, fs, salvage_file
-from .._record import RecordSpans
+from .._record import join_records, record_lengths
 from ._common import Ctx, damage_line, say, total_size
 from ._convert_tables import read_tables
 
@@ -69,7 +69,7 @@ class Records:
         have = held = 0
         for block in self._blocks():
             n = len(block)
-            lengths = _lengths(block)
+            lengths = record_lengths(block)
             ends = np.cumsum(lengths)  # the block's bytes up to and with each record
             pos = 0
             while pos < n:
@@ -84,10 +84,10 @@ class Records:
                 held += int(ends[pos + take - 1]) - before
                 pos += take
                 if full:
-                    yield _joined(pieces)
+                    yield join_records(pieces)
                     pieces, have, held = [], 0, 0
         if pieces:
-            yield _joined(pieces)
+            yield join_records(pieces)
 
     def _listed(self, size: int) -> Iterator[list[bytes]]:
         """:meth:`batches` a record at a time (records to be checked one by one)."""
@@ -116,25 +116,9 @@ class Records:
                 for block in blocks:
                     yield block
                     if not compressed:  # the bytes of a compressed file: when it is done
-                        bar.update(int(_lengths(block).sum()) + 16 * len(block))
+                        bar.update(int(record_lengths(block).sum()) + 16 * len(block))
                 if compressed:
                     bar.update(fs.size(path))
-
-
-def _joined(pieces: list[Sequence[bytes]]) -> Sequence[bytes]:
-    """One batch of the pieces' records (spans joined without copying, where all are spans)."""
-    if len(pieces) == 1:
-        return pieces[0]
-    if all(isinstance(p, RecordSpans) for p in pieces):
-        return RecordSpans.join(cast("list[RecordSpans]", pieces))
-    return [r for p in pieces for r in p]
-
-
-def _lengths(block: Sequence[bytes]) -> np.ndarray:
-    """Each record's length (int64)."""
-    if isinstance(block, RecordSpans):
-        return block.lengths()
-    return np.fromiter(map(len, block), dtype=np.int64, count=len(block))
 
 
 class TableRecords(Records):

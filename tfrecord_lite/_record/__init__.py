@@ -45,7 +45,7 @@ from ._resync import (
     next_header,
     warn_skip,
 )
-from ._scan import Buffer, RecordSpans, unaligned
+from ._scan import Buffer, RecordSpans, join_records, record_lengths, unaligned
 
 __all__ = [
     "FOOTER_SIZE",
@@ -79,6 +79,7 @@ __all__ = [
     "header_error",
     "header_ok",
     "iter_records",
+    "join_records",
     "length_follower",
     "located",
     "mask",
@@ -86,6 +87,7 @@ __all__ = [
     "next_header",
     "record_footer",
     "record_header",
+    "record_lengths",
     "truncated_error",
     "unaligned",
     "unframe",

@@ -56,7 +56,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, Optional, Union, overload
+from typing import NamedTuple, Optional, Union, cast, overload
 
 import numpy as np
 
@@ -65,7 +65,7 @@ from ._format import HEADER_SIZE, LENGTH, header_ok, length_crc
 from ._format import RECORD_OVERHEAD as OVERHEAD
 from ._lengths import length_follower
 
-__all__ = ["RecordSpans", "Scan", "scan"]
+__all__ = ["RecordSpans", "Scan", "join_records", "record_lengths", "scan"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -260,6 +260,23 @@ class RecordSpans(Sequence[bytes]):
             at += b - a
         work[at:] = 0
         return work.data, starts, len(work) - 1
+
+
+def join_records(pieces: Sequence[Sequence[bytes]]) -> Sequence[bytes]:
+    """The records of ``pieces`` as one sequence, in order: spans joined without a copy
+    where every piece is a :class:`RecordSpans`, else a list of them all."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if all(isinstance(p, RecordSpans) for p in pieces):
+        return RecordSpans.join(cast("list[RecordSpans]", pieces))
+    return [r for p in pieces for r in p]
+
+
+def record_lengths(records: Sequence[bytes]) -> np.ndarray:
+    """The length of every record, as int64."""
+    if isinstance(records, RecordSpans):
+        return records.lengths()
+    return np.fromiter(map(len, records), dtype=np.int64, count=len(records))
 
 
 def _merged(parts: Sequence[_Part]) -> list[_Part]:

@@ -8,7 +8,7 @@ and the engines' read tasks (:class:`~._pieces.PieceReader`) use it.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 from .._errors import ParseError, TFRecordError
 from .._examples import DEFAULT_SAMPLE, FeatureSpec
@@ -20,7 +20,7 @@ from .._files import (
     read_batches,
     reader_compression,
 )
-from .._record import RecordSpans, SkipReport, check_on_error, warn_skip
+from .._record import SkipReport, check_on_error, join_records, warn_skip
 from ._plan import DEFAULT_BATCH_SIZE, ReadPlan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,7 +116,7 @@ def stream_tables(
                     pieces.append(records[pos : pos + take])
                     have, pos, index = have + take, pos + take, index + take
                     if have == size:
-                        yield _convert(plan, _joined(pieces), parts)
+                        yield _convert(plan, join_records(pieces), parts)
                         pieces, parts, have = [], [], 0
                         if left is not None:
                             left -= size
@@ -125,7 +125,7 @@ def stream_tables(
         finally:
             lists.close()  # type: ignore[attr-defined]
     if have:
-        yield _convert(plan, _joined(pieces), parts)
+        yield _convert(plan, join_records(pieces), parts)
 
 
 def _noting(skipped: list[SkipReport]) -> Callable[[SkipReport], None]:
@@ -136,15 +136,6 @@ def _noting(skipped: list[SkipReport]) -> Callable[[SkipReport], None]:
         warn_skip(report)
 
     return note
-
-
-def _joined(pieces: list[Sequence[bytes]]) -> Sequence[bytes]:
-    """One batch of the pieces' records (spans joined without copying, where all are spans)."""
-    if len(pieces) == 1:
-        return pieces[0]
-    if all(isinstance(p, RecordSpans) for p in pieces):
-        return RecordSpans.join(cast("list[RecordSpans]", pieces))
-    return [r for p in pieces for r in p]
 
 
 class _Part(NamedTuple):

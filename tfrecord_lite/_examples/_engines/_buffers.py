@@ -68,13 +68,6 @@ def _settle_heap() -> None:
         del block
 
 
-def record_lengths(records: Sequence[bytes]) -> np.ndarray:
-    """The length of every record, as int64."""
-    if isinstance(records, RecordSpans):
-        return records.lengths()
-    return np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-
-
 def _window_cuts(records: Sequence[bytes], lengths: np.ndarray) -> list[int]:
     """Where to cut a batch into windows of at most :data:`WINDOW_BYTES` of records
     (a bigger record is a window of its own): ``[0, ..., len(records)]``.

@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from ... import _settings
-from ._buffers import record_lengths
+from ..._record import record_lengths
 from ._framing import install as install_framing
 from ._kernels import EXAMPLE_MODULES, jit_available, loaded, warm
 from ._numpy_layout import shares_layout

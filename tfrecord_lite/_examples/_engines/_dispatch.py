@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..._record import record_lengths
 from .._schema import DType
-from ._buffers import record_lengths
 from ._choose import SEQUENCE_KERNELS, choose
 from ._jit import jit_extract, jit_extract_sequences, jit_table
 from ._numpy import extract, extract_sequences

@@ -31,6 +31,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..._record import record_lengths
 from .._feature_kinds import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_OF_DTYPE
 from .._schema import DType
 from ._buffers import (
@@ -38,7 +39,6 @@ from ._buffers import (
     _contiguous,
     _settle_heap,
     by_windows,
-    record_lengths,
     sequences_by_windows,
 )
 from ._kernels import load as _load

@@ -55,6 +55,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..._record import record_lengths
 from .._schema import DType
 from ._buffers import (
     _INT32_BYTES,
@@ -62,7 +63,6 @@ from ._buffers import (
     _settle_heap,
     _take,
     by_windows,
-    record_lengths,
     sequences_by_windows,
 )
 from ._numpy_entries import _walk
