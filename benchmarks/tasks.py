@@ -418,6 +418,11 @@ def lite_parse(ctx: Context, task: TaskInfo) -> dict[str, Run]:
         if hasattr(pipeline, "prefetch"):
             prefetched = pipeline.prefetch(2)
             variants["parse.batch.prefetch"] = lambda: count(prefetched)
+        autotune = getattr(tfr, "AUTOTUNE", None)
+        if autotune is not None:
+            # As tf.data at its best: the parse on every core (num_parallel_calls).
+            threaded = ds.parse(features, num_parallel_calls=autotune).batch(batch)
+            variants["parse(AUTOTUNE).batch"] = lambda: count(threaded)
         if ctx.entry(task.dataset)["compression"]:
             # The same pipeline with no thread of ours: a local GZIP file is
             # inflated inline instead of ahead in a background thread.
@@ -458,6 +463,10 @@ def _lite_sequence(tfr: Any, source: Any, size: int, batch: int) -> dict[str, Ru
         # The dataset's own op: consecutive batches extracted together.
         pipeline = ds.parse_sequence(context, steps)
         variants["batch.parse_sequence"] = lambda: count(pipeline)
+        autotune = getattr(tfr, "AUTOTUNE", None)
+        if autotune is not None:
+            threaded = ds.parse_sequence(context, steps, num_parallel_calls=autotune)
+            variants["batch.parse_sequence(AUTOTUNE)"] = lambda: count(threaded)
     return variants
 
 

@@ -123,12 +123,16 @@ def test_long_records_and_short_runs_are_checked_one_by_one(crc_calls: list[int]
     for records in (
         [b"x" * _scan.RUN_CRC_BELOW] * 5,  # long records: the CRC itself costs more than a call
         [b"y" * 20] * (_scan._RUN_MIN - 1),  # too few records for a run
+        # varied lengths above VARIED_RUN_CRC_BELOW: each length's zero CRC and the
+        # zero-filled run would cost more than a call per record
+        [b"z" * (_scan.VARIED_RUN_CRC_BELOW + i) for i in range(8)],
     ):
         buf = encode_records(records)
         crc_calls.clear()
         assert list(_scan.scan(buf).records) == records
-        lengths = (len(records[0]), len(records[-1]))
+        lengths = {len(r) for r in records}
         assert sum(n in lengths for n in crc_calls) == len(records)
+        assert max(crc_calls) < len(buf)  # no CRC over the run
 
 
 def test_following_lengths_finds_what_the_checked_loop_finds() -> None:
