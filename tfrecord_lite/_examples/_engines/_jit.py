@@ -349,10 +349,11 @@ def _jit_dense(
     buf, data, starts, ends = _joined_records(records, lengths)
     status = np.zeros(n, dtype=np.uint8)
     seen = np.full(nkeys, -1, dtype=np.int64)
+    order = np.full(2 * nkeys + 16, -1, dtype=np.int64)  # (the key order looked for first)
     fstart, fend, fcount, fflag = _key_arrays(n, nkeys)  # (zeroed by the walk)
     kern.walk_examples(
         data, starts, ends, table.slots, table.koff, table.kbytes, table.kkind,
-        seen, status, fstart, fend, fcount, fflag,
+        seen, order, status, fstart, fend, fcount, fflag,
     )  # fmt: skip
     handled = status == 0
     if handled.all():

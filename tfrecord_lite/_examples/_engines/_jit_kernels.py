@@ -5,9 +5,11 @@ is imported (explicit signatures, ``nogil=True``, ``cache=True``): only
 :mod:`._jit` imports it, the first time a large enough batch is parsed with the
 ``jit`` engine, never ``import tfrecord_lite``.
 
-:func:`walk_examples` walks every record once: each map entry's key is found
-in the plan's hash table (the whole key hashed, :mod:`._keyhash`; linear
-probing, then a byte-for-byte compare), and for each (key, record) it notes where the list's
+:func:`walk_examples` walks every record once: each map entry's key is first
+compared with the key the previous record had at the same place (records of one
+writer mostly share their key order), else found in the plan's hash table (the
+whole key hashed, :mod:`._keyhash`; linear probing, then a byte-for-byte
+compare), and for each (key, record) it notes where the list's
 bytes are, how many values it holds, and whether they are packed. A record with
 anything it cannot decide with certainty is marked for the reference (protobuf)
 path, which then gives results and errors exactly as TensorFlow-worded as ever:
@@ -146,6 +148,18 @@ def key_hash(buf: np.ndarray, p: int, n: int) -> np.uint64:
     return h ^ (h >> np.uint64(32))
 
 
+@_jit_inlined
+def _is_key(buf: np.ndarray, p: int, n: int, k: int, koff: np.ndarray, kbytes: np.ndarray) -> bool:
+    """Whether ``buf[p:p+n]`` is the plan's key ``k``."""
+    a = koff[k]
+    if koff[k + 1] - a != n:
+        return False
+    for j in range(n):  # noqa: SIM110 (a loop numba compiles; no generator)
+        if kbytes[a + j] != buf[p + j]:
+            return False
+    return True
+
+
 @_jit
 def _lookup(
     buf: np.ndarray,
@@ -162,15 +176,8 @@ def _lookup(
         k = slots[s]
         if k < 0:
             return -1
-        a = koff[k]
-        if koff[k + 1] - a == n:
-            same = True
-            for j in range(n):
-                if kbytes[a + j] != buf[p + j]:
-                    same = False
-                    break
-            if same:
-                return int(k)
+        if _is_key(buf, p, n, k, koff, kbytes):
+            return int(k)
         s = (s + 1) & mask
 
 
@@ -273,12 +280,14 @@ def _entry(
     koff: np.ndarray,
     kbytes: np.ndarray,
     seen: np.ndarray,
+    guess: int,
 ) -> tuple[int, int, int]:
     """The map entry at ``p`` (of record ``i``, in a message ending at ``end``):
     (its key's index in the plan's table or -1, where its value's bytes start,
     where the entry ends); end -1 where the reference path decides (a malformed
     entry, a key with no value or a field after it, a key read twice, an unread
-    key that is not ASCII)."""
+    key that is not ASCII). ``guess``: a key index to compare first (-1: none);
+    the answer is the table's either way."""
     if buf[p] != 0x0A:
         return -1, 0, -1
     n, p = _length(buf, p + 1, end)
@@ -298,7 +307,10 @@ def _entry(
     vn, vp = _length(buf, p + 1, ee)
     if vp < 0 or vp + vn != ee:
         return -1, 0, -1
-    k = _lookup(buf, kp, kn, slots, koff, kbytes)
+    if guess >= 0 and _is_key(buf, kp, kn, guess, koff, kbytes):
+        k = guess
+    else:
+        k = _lookup(buf, kp, kn, slots, koff, kbytes)
     if k < 0:
         # (a key read is ASCII; one that is not read must be too)
         for j in range(kp, kp + kn):
@@ -326,8 +338,11 @@ def _walk_record(
     fcount: np.ndarray,
     fflag: np.ndarray,
     seen: np.ndarray,
+    order: np.ndarray,
 ) -> bool:
-    """Walk record ``i`` (``buf[p:end]``); False where the reference path decides."""
+    """Walk record ``i`` (``buf[p:end]``); False where the reference path decides.
+    ``order[j]``: the key index of the previous record's ``j``-th entry (-1: not
+    read, or none), compared first and replaced by this record's."""
     had_features = False
     while p < end:
         if buf[p] != 0x0A or had_features:
@@ -337,10 +352,15 @@ def _walk_record(
         if p < 0:
             return False
         fe = p + n
+        j = 0
         while p < fe:
-            k, vp, ee = _entry(buf, p, fe, i, slots, koff, kbytes, seen)
+            guess = order[j] if j < len(order) else -1
+            k, vp, ee = _entry(buf, p, fe, i, slots, koff, kbytes, seen, guess)
             if ee < 0:
                 return False
+            if j < len(order):
+                order[j] = k
+            j += 1
             kind, ls, count, flag = _feature(buf, vp, ee)
             if kind < 0:
                 return False
@@ -357,9 +377,12 @@ def _walk_record(
 
 
 @numba.njit(
-    _t.void(_BUF, _I64, _I64, _I32, _I64, _U8, _I8, _I64, _U8, _I64_2D, _I64_2D, _I64_2D, _I8_2D),
+    _t.void(
+        _BUF, _I64, _I64, _I32, _I64, _U8, _I8, _I64, _I64, _U8,
+        _I64_2D, _I64_2D, _I64_2D, _I8_2D,
+    ),
     **_OPTIONS,
-)
+)  # fmt: skip
 def walk_examples(
     buf: np.ndarray,
     starts: np.ndarray,
@@ -369,6 +392,7 @@ def walk_examples(
     kbytes: np.ndarray,
     kkind: np.ndarray,
     seen: np.ndarray,
+    order: np.ndarray,
     status: np.ndarray,
     fstart: np.ndarray,
     fend: np.ndarray,
@@ -380,7 +404,7 @@ def walk_examples(
     its number of values ``fcount[i, k]`` and ``fflag[i, k]`` (absent / unpacked /
     packed). The ``f*`` arrays (one row per record) may come uninitialized (each
     record's counts and flags are zeroed here first); ``seen`` (one slot per key)
-    filled with -1."""
+    and ``order`` (any length: the key order looked for first) filled with -1."""
     nkeys = len(kkind)
     for i in range(len(starts)):
         for k in range(nkeys):
@@ -388,7 +412,7 @@ def walk_examples(
             fflag[i, k] = ABSENT
         if not _walk_record(
             buf, i, starts[i], ends[i], slots, koff, kbytes, kkind,
-            fstart, fend, fcount, fflag, seen,
+            fstart, fend, fcount, fflag, seen, order,
         ):  # fmt: skip
             status[i] = 1
             for k in range(nkeys):
@@ -424,7 +448,7 @@ def _record_entries(
             return -1
         fe = p + n
         while p < fe:
-            k, vp, ee = _entry(buf, p, fe, i, slots, koff, kbytes, seen)
+            k, vp, ee = _entry(buf, p, fe, i, slots, koff, kbytes, seen, -1)
             if ee < 0:
                 return -1
             kind, ls, count, flag = _feature(buf, vp, ee)

@@ -64,7 +64,7 @@ def _walk_lists(
     step of every list is checked (read or not, as protobuf does); False where the
     reference path decides."""
     while p < end:
-        k, vp, ee = _entry(buf, p, end, i, slots, koff, kbytes, seen)
+        k, vp, ee = _entry(buf, p, end, i, slots, koff, kbytes, seen, -1)
         if ee < 0:
             return False
         steps = 0
@@ -143,7 +143,7 @@ def walk_sequences(
                 had_context = True
                 if not _walk_record(
                     buf, i, p, q + n, cslots, ckoff, ckbytes, ckkind,
-                    cstart, cend, ccount, cflag, cseen,
+                    cstart, cend, ccount, cflag, cseen, cseen[:0],  # (no key order)
                 ):  # fmt: skip
                     return False
             elif tag == 0x12 and not had_lists:
