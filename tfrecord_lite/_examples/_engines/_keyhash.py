@@ -71,29 +71,55 @@ def hash_parts(
     words: np.ndarray, start: np.ndarray, length: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`key_hashes`, and each key's first and last windows (masked under 8
-    bytes, where the two are one), which the lookup compares too."""
+    bytes, where the two are one), which the lookup compares too.
+
+    A key's last window is the ``last`` already gathered for the lookup, so only the
+    windows between its first and last (keys over 16 bytes) are gathered here: reads
+    of the unaligned word view cost most of the hash."""
     length = length.astype(np.int64, copy=False)
-    h = (length + 1).astype(np.uint64) * _SEED
+    h = (length + 1).astype(np.uint64)
+    h *= _SEED
     first = words[start]
     if int(length.min(initial=8)) < 8:
         first &= _MASKS[np.minimum(length, 8)]
     h ^= first
     h *= _STEP
     h ^= h >> _S32
-    last = first
     longest = int(length.max(initial=0))
-    j = 1
-    while 8 * j < longest:
-        inside = length > 8 * j
-        x = words[start + np.where(inside, np.minimum(8 * j, length - 8), 0)]
-        if j == 1:
-            last = np.where(length > 8, words[start + np.maximum(length - 8, 0)], first)
-        x ^= h
-        x *= _STEP
-        x ^= x >> _S32
-        np.copyto(h, x, where=inside)
-        j += 1
+    if longest <= 8:
+        return _final(h), first, first
+    last = words[start + np.maximum(length - 8, 0)]
+    short = length <= 8
+    if short.any():
+        np.copyto(last, first, where=short)
+    if longest > 16:
+        # The middle windows (bytes 8j .. 8j+8 while a window follows), in order.
+        mid = np.flatnonzero(length > 16)
+        hm, sm, nm = h[mid], start[mid], length[mid]
+        j = 1
+        while len(mid):
+            x = words[sm + 8 * j]
+            x ^= hm
+            x *= _STEP
+            x ^= x >> _S32
+            hm = x
+            j += 1
+            more = nm > 8 * j + 8
+            if not more.all():
+                h[mid] = hm
+                mid, hm, sm, nm = mid[more], hm[more], sm[more], nm[more]
+    # The last window of every key over 8 bytes.
+    over = np.flatnonzero(~short) if short.any() else slice(None)
+    x = last[over] ^ h[over]
+    x *= _STEP
+    x ^= x >> _S32
+    h[over] = x
+    return _final(h), first, last
+
+
+def _final(h: np.ndarray) -> np.ndarray:
+    """The final mix (in place)."""
     h ^= h >> _S29
     h *= _FINAL
     h ^= h >> _S32
-    return h, first, last
+    return h
