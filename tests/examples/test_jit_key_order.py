@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _helpers import ld as _ld
+from _helpers import varint as _varint
 
 import tfrecord_lite as tfr
 from tfrecord_lite._examples._engines import EngineState, _jit, extract_examples
@@ -35,22 +37,6 @@ READ = {
 }
 #: Keys present in records but not in the spec.
 UNREAD = [b"ad", b"key_3", b"zz", "schl\u00fcssel".encode()]
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _ld(field: int, payload: bytes) -> bytes:
-    return bytes([field << 3 | 2]) + _varint(len(payload)) + payload
 
 
 def _feature(kind: str, rng: random.Random) -> bytes:

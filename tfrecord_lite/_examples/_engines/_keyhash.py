@@ -90,7 +90,8 @@ def hash_parts(
         return _final(h), first, first
     last = words[start + np.maximum(length - 8, 0)]
     short = length <= 8
-    if short.any():
+    any_short = bool(short.any())
+    if any_short:
         np.copyto(last, first, where=short)
     if longest > 16:
         # The middle windows (bytes 8j .. 8j+8 while a window follows), in order.
@@ -109,7 +110,7 @@ def hash_parts(
                 h[mid] = hm
                 mid, hm, sm, nm = mid[more], hm[more], sm[more], nm[more]
     # The last window of every key over 8 bytes.
-    over = np.flatnonzero(~short) if short.any() else slice(None)
+    over = np.flatnonzero(~short) if any_short else slice(None)
     x = last[over] ^ h[over]
     x *= _STEP
     x ^= x >> _S32
