@@ -303,21 +303,24 @@ def _int64_values(
 
 def _walk_features(
     data: np.ndarray, fs: np.ndarray, fe: np.ndarray, ok: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Walk the map entries of Features regions ``fs..fe`` in lockstep by entry index.
 
     Returns (owner, start, end) of every entry body, step by step (the first
-    entries of all records, then the second ones, ...); owners whose entries are
-    malformed are marked in ``ok``.
+    entries of all records, then the second ones, ...), and where each step's
+    entries begin (with the end last: the runs :meth:`KeyTable.lookup` guesses a
+    key for); owners whose entries are malformed are marked in ``ok``.
     """
     act = np.flatnonzero(ok & (fs < fe))
     owners, starts, ends = _walk_fields(data, act, fs[act], fe[act], ok, ordered=False)
+    steps = np.zeros(len(owners) + 1, dtype=np.int64)
     if not owners:
         z = np.zeros(0, dtype=np.int64)
-        return z, z, z
+        return z, z, z, steps
+    np.cumsum([len(o) for o in owners], out=steps[1:])
     if len(owners) == 1:
-        return owners[0], starts[0], ends[0]
-    return np.concatenate(owners), np.concatenate(starts), np.concatenate(ends)
+        return owners[0], starts[0], ends[0], steps
+    return np.concatenate(owners), np.concatenate(starts), np.concatenate(ends), steps
 
 
 class _Entries(NamedTuple):
@@ -358,16 +361,18 @@ def _place_keys(
     good: np.ndarray,
     table: KeyTable,
     ok: np.ndarray,
+    steps: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Look up the keys ``ks..ke`` of map entries (owned by records ``owner``) in
     ``table``: (slot per entry, -1 if not read; per record and slot, record-major,
     the entry giving it, else -1; the entries with a slot; their places).
+    ``steps``: the walk's steps (:func:`_walk_features`), which the lookup guesses from.
 
     Records with an entry not ``good``, an unread key that is not ASCII, or a key
     given twice (merged messages) are marked in ``ok``: the generic path reads them.
     """
     _reject(ok, owner, good)
-    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0))
+    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0), steps)
     _reject(ok, owner, safe)
     ns = len(table.names)
     place = np.full(len(ok) * ns, -1, dtype=np.int64)
@@ -389,12 +394,13 @@ def _entries(
     ok: np.ndarray,
     zero: int,
     found: Optional[np.ndarray] = None,
+    steps: Optional[np.ndarray] = None,
 ) -> _Entries:
     """Read each entry's key (looked up in ``table``) and its Feature's kind and list region.
 
     ``zero``: the index of a zero byte in ``data`` (an empty Feature's length is read there).
     ``found``: when given (``n * slots`` bools, record-major), set where a record has
-    the key at all, an empty Feature included.
+    the key at all, an empty Feature included. ``steps``: as :func:`_place_keys`.
     """
     ks, ke, vs, good = _key_value(data, es, ee)
     # The Feature: empty (no kind), or exactly one list field spanning it.
@@ -408,7 +414,7 @@ def _entries(
         lpos = np.where(nonempty, vs + 1, zero)
     ls, le, fits = _length_field(data, lpos, ee)
     good &= ~nonempty | ((code > 0) & fits & (le == ee))
-    slots, place, known, flat = _place_keys(data, owner, ks, ke, good, table, ok)
+    slots, place, known, flat = _place_keys(data, owner, ks, ke, good, table, ok, steps)
     if len(known):
         kslots = slots[known]
         if found is not None:
@@ -535,6 +541,6 @@ def _walk(
     """
     ok = np.ones(len(starts), dtype=bool)
     fs, fe = _walk_examples(data, starts, ends, ok)
-    owner, es, ee = _walk_features(data, fs, fe, ok)
-    ent = _entries(data, owner, es, ee, table, ok, zero)
+    owner, es, ee, steps = _walk_features(data, fs, fe, ok)
+    ent = _entries(data, owner, es, ee, table, ok, zero, steps=steps)
     return ok, _columns(buf, data, ent, ok, table, needed)

@@ -54,6 +54,10 @@ def _first_last(
 
 #: Up to this many keys, every bucket function (shift) is tried; above, every 8th.
 SHIFT_SEARCH_KEYS = 2048
+#: A lookup of fewer keys than this hashes them all (no guess from the walk's steps).
+GUESS_MIN_KEYS = 256
+#: The guess is tried when, of every this many th key, most have their guess's length.
+GUESS_SAMPLE = 16
 
 
 class KeyTable:
@@ -148,35 +152,34 @@ class KeyTable:
         return hit
 
     def lookup(
-        self, data: np.ndarray, start: np.ndarray, length: np.ndarray
+        self,
+        data: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        steps: Optional[np.ndarray] = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Slots of the keys ``data[start:start+length]`` (-1: not a key read).
 
         Also returns, per key, whether it is safe to leave unread: a key that
         matches no slot must be valid UTF-8 (protobuf checks string keys); this
         accepts ASCII only and lets the caller send other records the generic way.
+
+        ``steps``: where runs of keys that are likely one key begin (with the end
+        last), as the entry walk gives them: its step ``k`` holds the ``k``-th key of
+        every record, the same key wherever records are written in one key order.
+        Each run's first key is looked up, and the run's keys of that length are
+        compared with it; only the others are hashed. The slots are the hash
+        lookup's either way (a guess is taken only where every byte matches).
         """
         m = len(length)
         safe = np.ones(m, dtype=bool)
         slots = np.full(m, -1, dtype=np.int64)
         words = unaligned(data, "<u8")
         if m and self.names:
-            if int(length.max()) <= self.longest:
-                todo, ts, tl = np.arange(m), start, length
-            else:
-                todo = np.flatnonzero(length <= self.longest)  # (longer keys are not read)
-                ts, tl = start[todo], length[todo]
-            hashes, w0, wl = hash_parts(words, ts, tl)
-            h = ((hashes >> self.shift) & self.mask).view(np.int64)
-            for step in range(self.probes):
-                c = self.buckets[(h + step) & int(self.mask) if step else h]
-                hit = self._same(words, ts, tl, c, w0, wl)
-                slots[todo[hit]] = c[hit]
-                more = ~hit & (c != len(self.names))  # (an empty bucket ends the probe)
-                if not more.any():
-                    break
-                todo, ts, tl, h = todo[more], ts[more], tl[more], h[more]
-                w0, wl = w0[more], wl[more]
+            todo: Optional[np.ndarray] = None
+            if steps is not None and m >= GUESS_MIN_KEYS and len(steps) <= m // 8:
+                todo = self._guess(words, start, length, steps, slots)
+            self._probe(words, start, length, slots, todo)
         unknown = np.flatnonzero(slots < 0)
         if len(unknown):
             # Unread keys must be ASCII here: check every window of theirs.
@@ -186,6 +189,69 @@ class KeyTable:
                 high |= (_key_words(words, us, ul, j) & _HIGH_BITS) != 0
             safe[unknown[high]] = False
         return slots, safe
+
+    def _guess(
+        self,
+        words: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        steps: np.ndarray,
+        slots: np.ndarray,
+    ) -> Optional[np.ndarray]:
+        """Set ``slots`` where a key is its run's first key (``steps``: as
+        :meth:`lookup`); return the keys left to hash (None: all, as the guess was
+        not tried: in a sample of every :data:`GUESS_SAMPLE` th key, fewer than half
+        have the length of their run's first key, as where key order varies)."""
+        firsts = steps[:-1]
+        first_slots = np.full(len(firsts), -1, dtype=np.int64)
+        self._probe(words, start[firsts], length[firsts], first_slots, None)
+        sample = np.arange(0, len(length), GUESS_SAMPLE)
+        run = np.searchsorted(steps, sample, side="right") - 1
+        if 2 * int(np.count_nonzero(self.lengths[first_slots[run]] == length[sample])) < len(
+            sample
+        ):
+            return None
+        guess = np.repeat(first_slots, np.diff(steps))
+        # (-1 reads the sentinel row, whose length -1 matches no key)
+        cand = np.flatnonzero(self.lengths[guess] == length)
+        if len(cand):
+            cs, cl, cg = start[cand], length[cand], guess[cand]
+            w0, wl = _first_last(words, cs, cl)
+            hit = self._same(words, cs, cl, cg, w0, wl)
+            slots[cand[hit]] = cg[hit]
+        return np.flatnonzero(slots < 0)
+
+    def _probe(
+        self,
+        words: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        slots: np.ndarray,
+        todo: Optional[np.ndarray],
+    ) -> None:
+        """Set ``slots`` of keys ``todo`` (all when None) found by their hash."""
+        if todo is None:
+            if int(length.max(initial=0)) <= self.longest:
+                todo, ts, tl = np.arange(len(length)), start, length
+            else:
+                todo = np.flatnonzero(length <= self.longest)
+                ts, tl = start[todo], length[todo]
+        else:
+            todo = todo[length[todo] <= self.longest]  # (longer keys are not read)
+            ts, tl = start[todo], length[todo]
+        if not len(todo):
+            return
+        hashes, w0, wl = hash_parts(words, ts, tl)
+        h = ((hashes >> self.shift) & self.mask).view(np.int64)
+        for step in range(self.probes):
+            c = self.buckets[(h + step) & int(self.mask) if step else h]
+            hit = self._same(words, ts, tl, c, w0, wl)
+            slots[todo[hit]] = c[hit]
+            more = ~hit & (c != len(self.names))  # (an empty bucket ends the probe)
+            if not more.any():
+                break
+            todo, ts, tl, h = todo[more], ts[more], tl[more], h[more]
+            w0, wl = w0[more], wl[more]
 
 
 @functools.lru_cache(maxsize=64)

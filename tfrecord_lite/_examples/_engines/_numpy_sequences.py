@@ -96,9 +96,9 @@ def _sequence_window(
     ok = np.ones(n, dtype=bool)
     cs, ce, fs, fe = _sequence_parts(data, starts, starts + lengths, ok)
     # The context: an Example's Features.
-    owner, es, ee = _walk_features(data, cs, ce, ok)
+    owner, es, ee, steps = _walk_features(data, cs, ce, ok)
     found = np.zeros(n * len(ctable.names), dtype=bool)
-    ent = _entries(data, owner, es, ee, ctable, ok, zero, found)
+    ent = _entries(data, owner, es, ee, ctable, ok, zero, found, steps)
     if not ok.all():
         return None
     cols = _columns(buf, data, ent, ok, ctable, context)
@@ -109,9 +109,9 @@ def _sequence_window(
         name: cols[name]._replace(present=has[:, slot]) for slot, name in enumerate(ctable.names)
     }
     # The feature lists: entries of the same shape, each value a FeatureList.
-    owner, es, ee = _walk_features(data, fs, fe, ok)
+    owner, es, ee, steps = _walk_features(data, fs, fe, ok)
     ks, ke, vs, good = _key_value(data, es, ee)
-    _, place, _, _ = _place_keys(data, owner, ks, ke, good, ltable, ok)
+    _, place, _, _ = _place_keys(data, owner, ks, ke, good, ltable, ok, steps)
     if not ok.all():
         return None
     # Every step of every list, read or not (as protobuf checks them all): its

@@ -46,7 +46,7 @@ def walk_wide(
     :class:`~._output.SparseColumn` per key, over the handled records)."""
     ok = np.ones(len(starts), dtype=bool)
     fs, fe = _walk_examples(data, starts, ends, ok)
-    owner, es, ee = _walk_features(data, fs, fe, ok)
+    owner, es, ee, steps = _walk_features(data, fs, fe, ok)
     ks, ke, vs, good = _key_value(data, es, ee)
     # The Feature: empty (no kind), or exactly one list field spanning it.
     nonempty = vs < ee
@@ -55,7 +55,7 @@ def walk_wide(
     ls, le, fits = _length_field(data, lpos, ee)
     good &= ~nonempty | ((code > 0) & fits & (le == ee))
     _reject(ok, owner, good)
-    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0))
+    slots, safe = table.lookup(data, ks, np.where(good, ke - ks, 0), steps)
     _reject(ok, owner, safe)
     known = np.flatnonzero(slots >= 0)
     # The entries read, by key slot, then record (then place in the record).

@@ -1,0 +1,157 @@
+"""The NumPy engine's key lookup guesses from the walk's steps (issue 36).
+
+The entry walk reads the k-th map entry of every record in one step, so where
+records are written in one key order a step holds one key. ``KeyTable.lookup``
+looks up each step's first key and compares the step's other keys with it, hashing
+only the ones that differ. These tests check that the slots (and the ASCII flags of
+unread keys) are the hash lookup's whatever the guess, and that the guess is taken
+where it should be (counting the keys hashed; no timing).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tfrecord_lite as tfr
+from tfrecord_lite._examples._engines import _numpy_keys as _keys
+
+KEYS = [
+    "company",
+    "fare",
+    "pickup_community_area",
+    "trip_start_timestamp",
+    "dropoff_census_tract",
+    "a",
+    "",
+    "abcdefgh",
+    "abcdefghi",
+    "sensor_00001_reading",
+    "sensor_00002_reading",
+]
+
+
+def _stepped(records: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The keys of ``records`` laid out as the walk gives them: the first key of
+    every record, then the second ones, ... (data, start, length, steps)."""
+    order: list[bytes] = []
+    steps = [0]
+    for k in range(max(map(len, records))):
+        order += [r[k] for r in records if len(r) > k]
+        steps.append(len(order))
+    data = np.frombuffer(b"".join(order) + bytes(16), dtype=np.uint8)
+    length = np.array([len(k) for k in order], dtype=np.int64)
+    start = np.zeros(len(order), dtype=np.int64)
+    np.cumsum(length[:-1], out=start[1:])
+    return data, start, length, np.array(steps, dtype=np.int64)
+
+
+def _layouts() -> dict[str, list[list[bytes]]]:
+    rng = random.Random(7)
+    enc = [k.encode() for k in KEYS]
+    fixed = [list(enc) for _ in range(400)]
+    missing = [[k for k in enc if rng.random() > 0.3] or [enc[0]] for _ in range(400)]
+    shuffled = [rng.sample(enc, len(enc)) for _ in range(400)]
+    # Same length, first and last 8 bytes as the step's first key; other middle bytes.
+    alike = [list(enc) for _ in range(400)]
+    for r in alike[1::3]:
+        r[9] = b"sensor_00003_reading"  # a key not read, alike the read one
+    for r in alike[2::5]:
+        r[9], r[10] = r[10], r[9]
+    unread = [list(enc) for _ in range(400)]
+    for i, r in enumerate(unread):
+        if i % 4 == 1:
+            r[1] = b"fa\xc3\xa9"  # 4 bytes, as "fare"; not ASCII: not safe to leave unread
+        if i % 4 == 2:
+            r[0] = b"company_name_that_is_longer_than_any_key_read"
+        if i % 4 == 3:
+            r[3] = b"trip_start_timestamq"
+    return {
+        "fixed": fixed,
+        "missing": missing,
+        "shuffled": shuffled,
+        "alike": alike,
+        "unread": unread,
+    }
+
+
+@pytest.mark.parametrize("layout", sorted(_layouts()))
+def test_the_guess_gives_the_hash_lookups_slots(layout: str) -> None:
+    table = _keys.KeyTable({k: tfr.int64 for k in KEYS[:-1]})  # (the last key is not read)
+    records = _layouts()[layout]
+    data, start, length, steps = _stepped(records)
+    want = table.lookup(data, start, length)
+    got = table.lookup(data, start, length, steps)
+    assert got[0].tolist() == want[0].tolist()
+    assert got[1].tolist() == want[1].tolist()
+    # And the hash lookup is right: each key's slot is its name's place, or -1.
+    names = {k.encode(): i for i, k in enumerate(table.names)}
+    expect = [names.get(bytes(data[s : s + n]), -1) for s, n in zip(start, length)]
+    assert want[0].tolist() == expect
+    if layout == "unread":
+        assert not want[1].all()  # the non-ASCII key is flagged
+
+
+def _hashed(monkeypatch: Any) -> list[int]:
+    """Counts of keys hashed by each ``hash_parts`` call of the lookup."""
+    counts: list[int] = []
+    real = _keys.hash_parts
+
+    def counting(words: Any, start: Any, length: Any) -> Any:
+        counts.append(len(length))
+        return real(words, start, length)
+
+    monkeypatch.setattr(_keys, "hash_parts", counting)
+    return counts
+
+
+def test_one_key_order_hashes_only_each_steps_first_key(monkeypatch: Any) -> None:
+    table = _keys.KeyTable({k: tfr.int64 for k in KEYS})
+    data, start, length, steps = _stepped(_layouts()["fixed"])
+    counts = _hashed(monkeypatch)
+    table.lookup(data, start, length, steps)
+    assert sum(counts) == len(steps) - 1 == len(KEYS)
+
+
+def test_a_key_that_differs_from_its_guess_is_hashed(monkeypatch: Any) -> None:
+    table = _keys.KeyTable({k: tfr.int64 for k in KEYS})
+    records = _layouts()["alike"]
+    data, start, length, steps = _stepped(records)
+    counts = _hashed(monkeypatch)
+    slots, _ = table.lookup(data, start, length, steps)
+    differ = sum(r[9] != KEYS[9].encode() for r in records) + sum(
+        r[10] != KEYS[10].encode() for r in records
+    )
+    assert sum(counts) == len(KEYS) + differ
+    assert (slots == -1).sum() == sum(b"sensor_00003_reading" in r for r in records) > 100
+
+
+def test_varied_key_order_is_not_guessed(monkeypatch: Any) -> None:
+    table = _keys.KeyTable({k: tfr.int64 for k in KEYS})
+    data, start, length, steps = _stepped(_layouts()["shuffled"])
+    counts = _hashed(monkeypatch)
+    table.lookup(data, start, length, steps)
+    # The steps' first keys, then every key: the sample showed the guess would miss.
+    assert counts == [len(steps) - 1, len(length)]
+
+
+def test_records_in_shifted_key_orders_parse_as_the_reference(monkeypatch: Any) -> None:
+    rng = random.Random(5)
+    keys = [f"sensor_{i:05d}_reading" for i in range(30)] + ["label", "x"]
+    records = []
+    for i in range(3000):
+        chosen = [k for k in keys if rng.random() > 0.2]
+        if i % 11 == 0:
+            rng.shuffle(chosen)
+        records.append(tfr.encode_example({k: [i, len(k)] for k in chosen}))
+    spec = {k: tfr.VarLenFeature(tfr.int64) for k in keys[::2]}
+    monkeypatch.setenv("TFRECORD_LITE_ENGINE", "numpy")
+    fast = tfr.parse_example(records, spec)
+    monkeypatch.setenv("TFRECORD_LITE_FASTPATH", "0")
+    slow = tfr.parse_example(records, spec)
+    for k in spec:
+        assert fast[k].indices.tolist() == slow[k].indices.tolist()
+        assert fast[k].values.tolist() == slow[k].values.tolist()
