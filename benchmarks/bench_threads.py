@@ -21,7 +21,7 @@ the same records in each shard) to a temporary directory, then for each thread c
 reads and parses every shard with N threads in one process: each task reads one shard
 (``TFRecordDataset(shard, "GZIP").batch(B)``, CRCs checked) and parses each batch with one
 compiled plan; the compiled kernels release the GIL. ``parse alone`` parses the records,
-in memory, in batches over N threads (:func:`tfrecord_lite._examples._threads.parse_chunks`).
+in memory, in batches over N threads (:func:`tfrecord_lite._files.map_ahead` of the plan's parse).
 Prints the core count and a table of medians (records/s, wall time); needs only numpy,
 protobuf, crcmod and (for the compiled engine) numba: no TensorFlow.
 """
@@ -185,7 +185,7 @@ def main() -> None:
     import tfrecord_lite as tfr
     from tfrecord_lite._examples import compile_features
     from tfrecord_lite._examples._engines import choose as engine
-    from tfrecord_lite._examples._threads import parse_chunks
+    from tfrecord_lite._files import map_ahead
 
     counts = [int(t) for t in args.threads.split(",")]
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
@@ -219,7 +219,7 @@ def main() -> None:
                     assert got == total, (got, total)
                     t = time.perf_counter()
                     for _ in range(max(1, n)):
-                        for _parsed in parse_chunks(plan, chunks, n, pool):
+                        for _parsed in map_ahead(plan.parse, iter(chunks), n):
                             pass
                     parse_walls.append(time.perf_counter() - t)
             rate = total / statistics.median(walls)

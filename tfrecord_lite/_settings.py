@@ -227,8 +227,9 @@ SETTINGS: Mapping[str, Setting] = MappingProxyType(
                 "their own)",
                 _parse_threads,
                 _check_optional_threads,
-                "Caps the threads GZIP/ZLIB deflate and inflate-ahead use (unset: the cores "
-                "this process may run on, at most 8 for deflate).",
+                "Caps the threads GZIP/ZLIB deflate and inflate-ahead use, and those "
+                "arrow.read_table converts batches on (unset: the cores this process may "
+                "run on, at most 8 for deflate).",
             ),
             Setting(
                 "jpeg_backend",

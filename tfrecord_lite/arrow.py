@@ -59,7 +59,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
-from ._files import PathOrFile, TFRecordOptions, TFRecordWriter
+from ._files import PathOrFile, TFRecordOptions, TFRecordWriter, cores
 from ._tables import (
     DEFAULT_BATCH_SIZE,
     ReadPlan,
@@ -166,6 +166,7 @@ def read_table(
     on_error: str = "raise",
     batch_size: int = DEFAULT_BATCH_SIZE,
     sample: Optional[int] = DEFAULT_SAMPLE,
+    use_threads: bool = True,
 ) -> pa.Table:
     """Read the records of one or more TFRecord files into one ``pyarrow.Table``.
 
@@ -176,6 +177,12 @@ def read_table(
     ``None`` the schema is inferred from the first ``sample`` records
     (:func:`~tfrecord_lite.infer_schema`), SequenceExamples included.
     ``compression``, ``verify`` and ``on_error`` are the reader's.
+
+    ``use_threads`` (as in ``pyarrow``'s readers): the records are parsed
+    ``batch_size`` at a time on a thread per core (capped by
+    ``tfr.options(threads=...)`` / ``TFRECORD_LITE_THREADS``) while this thread
+    reads on; the table is the same either way, and so is the first error.
+    ``False``: everything in the calling thread.
     """
     pa = require_pyarrow()
     if batch_size < 1:
@@ -188,6 +195,7 @@ def read_table(
         verify=verify,
         on_error=on_error,
         batch_size=batch_size,
+        workers=cores() if use_threads else 1,
     )
     return pa.concat_tables([plan.schema.empty_table(), *tables])
 

@@ -5,24 +5,24 @@ fill, and a :class:`~._parse.ParsePlan` is safe to share: :meth:`ParsePlan.parse
 keeps no state between calls (its key tables are built once, the first build
 that finishes wins), so threads can parse chunks of one stream at the same time.
 :func:`parse_chunks` maps chunks over a thread pool and yields the results in
-the chunks' order, at most ``2 * threads`` chunks ahead of the consumer.
+the chunks' order, at most ``2 * threads`` chunks ahead of the consumer (with
+:func:`~tfrecord_lite._files.map_ahead`).
 
 Each chunk is parsed in a copy of the settings in force where the iterator is
 advanced (:func:`contextvars.copy_context`), so a ``tfr.options(engine=...)`` block
 around the loop applies to the chunks the pool's threads parse too.
 
-A dataset's ``num_parallel_calls`` hooks in here: give it the plan and the
-iterator of batches (lists of records, or the ``RecordSpans`` a reader yields).
+Chunks are lists of records or the ``RecordSpans`` a reader yields. (A dataset's
+``num_parallel_calls`` has a map of its own, which also saves the batches in flight
+when an iterator's state is saved.)
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Optional
+from typing import Any
 
+from .._files import map_ahead
 from ._assemble import ParsedValue
 from ._parse import ParsePlan, compile_features
 
@@ -30,33 +30,10 @@ __all__ = ["parse_chunks"]
 
 
 def parse_chunks(
-    features: Any,
-    chunks: Iterable[Sequence[bytes]],
-    threads: int,
-    pool: Optional[ThreadPoolExecutor] = None,
+    features: Any, chunks: Iterable[Sequence[bytes]], threads: int
 ) -> Iterator[dict[str, ParsedValue]]:
     """``parse_example(chunk, features)`` of every chunk, in order, ``threads`` at
-    a time (``pool``: an executor to use instead of one made here). An error is
-    raised where its chunk's result would have been yielded."""
+    a time (:func:`~tfrecord_lite._files.map_ahead`). An error is raised where its
+    chunk's result would have been yielded."""
     plan: ParsePlan = compile_features(features)
-    if threads <= 1 and pool is None:
-        for chunk in chunks:
-            yield plan.parse(chunk)
-        return
-    own = pool is None
-    executor = pool if pool is not None else ThreadPoolExecutor(threads)
-    ahead: deque[Future[dict[str, ParsedValue]]] = deque()
-    try:
-        for chunk in chunks:
-            # (a copy each: one context cannot be entered by two threads at once)
-            context = contextvars.copy_context()
-            ahead.append(executor.submit(context.run, plan.parse, chunk))
-            if len(ahead) >= 2 * max(threads, 1):
-                yield ahead.popleft().result()
-        while ahead:
-            yield ahead.popleft().result()
-    finally:
-        for future in ahead:
-            future.cancel()
-        if own:
-            executor.shutdown(wait=True)
+    return map_ahead(plan.parse, iter(chunks), threads, name="tfrecord_lite-parse")

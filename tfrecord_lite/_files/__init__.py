@@ -19,6 +19,7 @@ from ._index import (
 )
 from ._indexonce import ensure_index, indexed_count, known_count
 from ._iterator import tf_record_iterator
+from ._map_ahead import cores, map_ahead
 from ._options import TFRecordCompressionType, TFRecordOptions, reader_compression
 from ._paths import PathOrFile, expand_paths, is_file_object, shard_name
 from ._private import UnsafeDirectoryError, private_directory, why_unsafe
@@ -58,6 +59,7 @@ __all__ = [
     "check_shard_records",
     "check_shard_set",
     "check_start",
+    "cores",
     "create_index",
     "detect_compression",
     "ensure_index",
@@ -67,6 +69,7 @@ __all__ = [
     "indexed_count",
     "is_file_object",
     "known_count",
+    "map_ahead",
     "open",
     "private_directory",
     "read_batches",

@@ -67,12 +67,12 @@ backends chosen here (:func:`inflate_backend`).
 
 from __future__ import annotations
 
-import os
 import zlib
 from typing import Any, Optional
 
 from .. import _settings
 from ._deflate_parallel import ChunkedDeflate, raw_bits
+from ._map_ahead import cores
 
 __all__ = [
     "BACKEND_ORDER",
@@ -434,15 +434,6 @@ THREADS_ENV = _settings.SETTINGS["threads"].variable
 
 
 def _cores() -> int:
-    """The cores this process may run on, capped by the ``threads`` setting when set
-    (``tfr.options(threads=...)``, else ``TFRECORD_LITE_THREADS``).
-
-    Processes that already fill every core (DataLoader workers, Ray or Dask tasks)
-    can set it to 1: GZIP/ZLIB then inflate and deflate in the calling thread.
-    """
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        n = os.cpu_count() or 1
-    limit = _settings.threads()
-    return n if limit is None else min(n, limit)
+    """:func:`~._map_ahead.cores`, looked up here so that tests can replace it for
+    compression alone."""
+    return cores()

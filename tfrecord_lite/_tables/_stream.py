@@ -17,6 +17,7 @@ from .._files import (
     TFRecordFile,
     expand_paths,
     is_file_object,
+    map_ahead,
     read_batches,
     reader_compression,
 )
@@ -80,6 +81,7 @@ def stream_tables(
     on_error: str = "raise",
     batch_size: int = DEFAULT_BATCH_SIZE,
     limit: Optional[int] = None,
+    workers: int = 1,
 ) -> Generator[pa.Table, None, None]:
     """The records of ``paths`` as tables of ``plan``'s schema, ``batch_size`` rows each.
 
@@ -87,18 +89,39 @@ def stream_tables(
     wanted, and the files are closed as soon as it is reached (nothing more is read).
     A record that does not parse is a :class:`ParseError` naming its file, its index
     in that file and, for an uncompressed local file, its byte offset.
+
+    ``workers`` over 1: batches are converted on that many threads while this one
+    reads on (:func:`~tfrecord_lite._files.map_ahead`): the same tables, in order,
+    and the same first error, with up to ``2 * workers`` batches in memory at once.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if limit is not None and limit < 0:
         raise ValueError(f"the row limit must be at least 0, got {limit}")
     check_on_error(on_error)
-    kind = reader_compression(compression)
+    batches = _batches(
+        expand_paths(paths), reader_compression(compression), verify, on_error, batch_size, limit
+    )
+    yield from map_ahead(
+        lambda batch: _convert(plan, *batch), batches, workers, name="tfrecord_lite-table"
+    )
+
+
+def _batches(
+    sources: Iterable[Any],
+    kind: Any,
+    verify: bool,
+    on_error: str,
+    batch_size: int,
+    limit: Optional[int],
+) -> Generator[tuple[Sequence[bytes], list[_Part]], None, None]:
+    """The records of ``sources`` (the files, expanded) in batches
+    (:func:`stream_tables`), each with where its records come from."""
     left = limit
     pieces: list[Sequence[bytes]] = []
     parts: list[_Part] = []
     have = 0
-    for source in expand_paths(paths):
+    for source in sources:
         skipped: list[SkipReport] = []
         # The records as they lie in the blocks read (RecordSpans, parsed where they are).
         lists = read_batches(
@@ -116,7 +139,7 @@ def stream_tables(
                     pieces.append(records[pos : pos + take])
                     have, pos, index = have + take, pos + take, index + take
                     if have == size:
-                        yield _convert(plan, join_records(pieces), parts)
+                        yield join_records(pieces), parts
                         pieces, parts, have = [], [], 0
                         if left is not None:
                             left -= size
@@ -125,7 +148,7 @@ def stream_tables(
         finally:
             lists.close()  # type: ignore[attr-defined]
     if have:
-        yield _convert(plan, join_records(pieces), parts)
+        yield join_records(pieces), parts
 
 
 def _noting(skipped: list[SkipReport]) -> Callable[[SkipReport], None]:

@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
-from .. import _settings
+from .._files import cores
 from ._features import FeatureConnector
 from ._image_features import Image
 
@@ -26,9 +26,7 @@ _pool: Optional[tuple[int, ThreadPoolExecutor]] = None  # (pid that made it, poo
 
 
 def _threads() -> int:
-    cap = _settings.threads()
-    cores = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, cores, cap if cap is not None else cores))
+    return max(1, min(MAX_THREADS, cores()))
 
 
 def frame_pool() -> Optional[ThreadPoolExecutor]:

@@ -14,8 +14,8 @@ process cannot do at once (taxi-like batches of 1024: about 0.4 ms of 1.6). A wi
 instead (:func:`_jit_sparse`), so its memory follows the entries present, not
 records x keys. Bytes values repeated in a column (categorical strings) are cut out once
 (:func:`_bytes_values`). The kernels take no references (see
-:mod:`._jit_kernels`) and release the GIL, so threads can parse chunks at once
-(:func:`~tfrecord_lite._examples._threads.parse_chunks`).
+:mod:`._jit_kernels`) and release the GIL, so threads can parse chunks at once (a
+dataset's ``num_parallel_calls``, the threads of ``arrow.read_table``).
 
 Nothing compiles at ``import tfrecord_lite``: the kernels are compiled, or read from
 numba's on-disk cache, the first time a batch needs them, in the background for
