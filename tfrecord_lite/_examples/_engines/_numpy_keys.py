@@ -1,8 +1,9 @@
-"""The key table of the entry walk: feature keys found by a vectorized hash.
+"""The key table of the entry walk: feature keys found by vectorized lookups.
 
-Each map entry's key bytes are hashed whole (:mod:`._keyhash`, the compiled
-engine's hash too) and looked up in a :class:`KeyTable` (then compared byte for
-byte), which gives each entry its key slot; a parse plan builds its table once
+Each map entry's key is given its key slot by a :class:`KeyTable`: guessed from the
+walk's step (records that share a key order), or looked up by its length and last
+byte, or hashed whole (:mod:`._keyhash`, the compiled engine's hash too), and in
+every case compared byte for byte; a parse plan builds its table once
 (:func:`key_table`).
 """
 
@@ -58,18 +59,26 @@ SHIFT_SEARCH_KEYS = 2048
 GUESS_MIN_KEYS = 256
 #: The guess is tried when, of every this many th key, most have their guess's length.
 GUESS_SAMPLE = 16
+#: Keys up to this long have a (length, last byte) signature row (longer ones are hashed).
+SIGNATURE_LONGEST = 255
+#: A signature no key read has, and one several keys share (those keys are hashed).
+_NO_KEY, _SEVERAL = -2, -1
 
 
 class KeyTable:
     """The feature keys one parse reads, compiled once for vectorized lookups.
 
     ``names``/``dtypes``: the keys in order (a key's *slot* is its position). A key
-    in a record is hashed whole (:func:`~._keyhash.key_hashes`, the hash the compiled
-    engine uses too) into an open-addressing table of at least :data:`LOAD` buckets
-    per key, probed linearly; each candidate slot is compared window by window (which
-    compares every byte). ``probes``: the longest probe sequence any key needs,
-    which bounds a lookup's passes (one NumPy pass per probe over the keys still
-    unresolved; a key in no bucket on the way is not read).
+    in a record is first looked up by its *signature*, its length and last byte
+    (``signature``): most keys read have one of their own, so a key of that
+    signature is compared with that key alone, and a key of a signature no key read
+    has is not read. A key of a signature several keys share is hashed whole
+    (:func:`~._keyhash.key_hashes`, the hash the compiled engine uses too) into an
+    open-addressing table of at least :data:`LOAD` buckets per key, probed linearly.
+    Every candidate slot is compared window by window (which compares every byte).
+    ``probes``: the longest probe sequence any key needs, which bounds a lookup's
+    passes (one NumPy pass per probe over the keys still unresolved; a key in no
+    bucket on the way is not read).
     """
 
     def __init__(self, needed: Mapping[str, DType]) -> None:
@@ -97,6 +106,19 @@ class KeyTable:
         self.first = np.append(first, np.uint64(0))
         self.last = np.append(last, np.uint64(0))
         self.words = np.vstack([key_words, np.zeros((1, self.windows), dtype=np.uint64)])
+        # The key of each (length, last byte) signature: a key of a signature only one key
+        # read has can only be that key (or none) and is compared with it, not hashed; a
+        # signature no key has is no key read. (Every key of length 0 is the empty key.)
+        rows = min(self.longest, SIGNATURE_LONGEST) + 1
+        signature = np.full((max(rows, 1), 256), _NO_KEY, dtype=np.int64)
+        for slot, key in enumerate(encoded):
+            if not key:
+                signature[0, :] = slot
+            elif len(key) < rows:
+                cell = (len(key), key[-1])
+                signature[cell] = slot if signature[cell] == _NO_KEY else _SEVERAL
+        #: Row ``length * 256 + last byte``: the slot, or ``_NO_KEY`` / ``_SEVERAL``.
+        self.signature = signature.reshape(-1)
         size = 8
         while size < LOAD * n:
             size *= 2
@@ -178,8 +200,8 @@ class KeyTable:
         if m and self.names:
             todo: Optional[np.ndarray] = None
             if steps is not None and m >= GUESS_MIN_KEYS and len(steps) <= m // 8:
-                todo = self._guess(words, start, length, steps, slots)
-            self._probe(words, start, length, slots, todo)
+                todo = self._guess(data, words, start, length, steps, slots)
+            self._probe(data, words, start, length, slots, todo)
         unknown = np.flatnonzero(slots < 0)
         if len(unknown):
             # Unread keys must be ASCII here: check every window of theirs.
@@ -192,6 +214,7 @@ class KeyTable:
 
     def _guess(
         self,
+        data: np.ndarray,
         words: np.ndarray,
         start: np.ndarray,
         length: np.ndarray,
@@ -204,7 +227,7 @@ class KeyTable:
         have the length of their run's first key, as where key order varies)."""
         firsts = steps[:-1]
         first_slots = np.full(len(firsts), -1, dtype=np.int64)
-        self._probe(words, start[firsts], length[firsts], first_slots, None)
+        self._probe(data, words, start[firsts], length[firsts], first_slots, None)
         sample = np.arange(0, len(length), GUESS_SAMPLE)
         run = np.searchsorted(steps, sample, side="right") - 1
         if 2 * int(np.count_nonzero(self.lengths[first_slots[run]] == length[sample])) < len(
@@ -223,13 +246,15 @@ class KeyTable:
 
     def _probe(
         self,
+        data: np.ndarray,
         words: np.ndarray,
         start: np.ndarray,
         length: np.ndarray,
         slots: np.ndarray,
         todo: Optional[np.ndarray],
     ) -> None:
-        """Set ``slots`` of keys ``todo`` (all when None) found by their hash."""
+        """Set ``slots`` of keys ``todo`` (all when None): by their signature (the
+        table's ``signature``), else by their hash."""
         if todo is None:
             if int(length.max(initial=0)) <= self.longest:
                 todo, ts, tl = np.arange(len(length)), start, length
@@ -241,6 +266,29 @@ class KeyTable:
             ts, tl = start[todo], length[todo]
         if not len(todo):
             return
+        rows = len(self.signature) // 256
+        cell = tl * 256 + data.take(ts + np.maximum(tl, 1) - 1)
+        if self.longest < rows:
+            c = self.signature.take(cell)
+        else:
+            beyond = tl >= rows  # (no row: hashed)
+            c = self.signature.take(np.where(beyond, 0, cell))
+            c[beyond] = _SEVERAL
+        one = np.flatnonzero(c >= 0)
+        if len(one) == len(c):  # (every key of a signature of its own: no copies)
+            w0, wl = _first_last(words, ts, tl)
+            hit = self._same(words, ts, tl, c, w0, wl)
+            slots[todo[hit]] = c[hit]
+            return
+        if len(one):
+            os_, ol, oc = ts[one], tl[one], c[one]
+            w0, wl = _first_last(words, os_, ol)
+            hit = self._same(words, os_, ol, oc, w0, wl)
+            slots[todo[one[hit]]] = oc[hit]
+        several = np.flatnonzero(c == _SEVERAL)
+        if not len(several):
+            return
+        todo, ts, tl = todo[several], ts[several], tl[several]
         hashes, w0, wl = hash_parts(words, ts, tl)
         h = ((hashes >> self.shift) & self.mask).view(np.int64)
         for step in range(self.probes):
