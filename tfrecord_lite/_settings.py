@@ -228,8 +228,8 @@ SETTINGS: Mapping[str, Setting] = MappingProxyType(
                 _parse_threads,
                 _check_optional_threads,
                 "Caps the threads GZIP/ZLIB deflate and inflate-ahead use, and those "
-                "arrow.read_table converts batches on (unset: the cores this process may "
-                "run on, at most 8 for deflate).",
+                "arrow.read_table and Polars scans convert batches on (unset: the cores "
+                "this process may run on, at most 8 for deflate).",
             ),
             Setting(
                 "jpeg_backend",

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._errors import TFRecordError
 from ._examples import DEFAULT_SAMPLE, FeatureSpec
-from ._files import PathOrFile, TFRecordOptions
+from ._files import PathOrFile, TFRecordOptions, cores
 from ._tables import (
     DEFAULT_BATCH_SIZE,
     ReadPlan,
@@ -107,6 +107,7 @@ class _Source:
             on_error=self.on_error,
             batch_size=self.batch_size,
             limit=n_rows if predicate is None else None,
+            workers=cores(),
         )
         left = n_rows
         self.failed = None

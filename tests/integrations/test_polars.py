@@ -197,3 +197,20 @@ def test_head_across_files_stops_in_the_second(data: Path, cut: Path) -> None:
     with pytest.raises(tfr.DataLossError) as err:
         tfpl.read_tfrecord([data, cut], FEATURES)
     assert err.value.path is not None and err.value.path.endswith("cut.tfrecord")
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_scan_on_threads_reads_what_one_thread_reads(
+    data: Path, cut: Path, threads: int, monkeypatch: Any
+) -> None:
+    # The source converts its batches on this many threads (the cores, capped by
+    # TFRECORD_LITE_THREADS): the frames, the row limit and the error are one thread's.
+    monkeypatch.setattr(tfpl, "cores", lambda: threads)
+    want = pl.from_arrow(tfa.read_table(data, FEATURES, use_threads=False))
+    assert tfpl.read_tfrecord(data, FEATURES, batch_size=8).equals(want)
+    lf = tfpl.scan_tfrecord(data, FEATURES, batch_size=8)
+    assert lf.head(21).collect()["label"].to_list() == [i % 7 for i in range(21)]
+    assert lf.filter(pl.col("label") == 3).select("score").collect()["score"].to_list() == [
+        i / 4 for i in range(N) if i % 7 == 3
+    ]
+    read_error(tfpl.scan_tfrecord(cut, FEATURES, batch_size=8), tfr.DataLossError, "cut.tfrecord")
