@@ -173,6 +173,21 @@ class KeyTable:
                 hit[mid[~same]] = False
         return hit
 
+    def _confirm(
+        self,
+        words: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        cand: np.ndarray,
+        slots: np.ndarray,
+        where: np.ndarray,
+    ) -> None:
+        """Set ``slots[where[i]]`` to ``cand[i]`` where key ``i`` (at ``start[i]``,
+        ``length[i]`` bytes) is that slot's key, every byte compared."""
+        w0, wl = _first_last(words, start, length)
+        hit = self._same(words, start, length, cand, w0, wl)
+        slots[where[hit]] = cand[hit]
+
     def lookup(
         self,
         data: np.ndarray,
@@ -238,10 +253,7 @@ class KeyTable:
         # (-1 reads the sentinel row, whose length -1 matches no key)
         cand = np.flatnonzero(self.lengths[guess] == length)
         if len(cand):
-            cs, cl, cg = start[cand], length[cand], guess[cand]
-            w0, wl = _first_last(words, cs, cl)
-            hit = self._same(words, cs, cl, cg, w0, wl)
-            slots[cand[hit]] = cg[hit]
+            self._confirm(words, start[cand], length[cand], guess[cand], slots, cand)
         return np.flatnonzero(slots < 0)
 
     def _probe(
@@ -276,15 +288,10 @@ class KeyTable:
             c[beyond] = _SEVERAL
         one = np.flatnonzero(c >= 0)
         if len(one) == len(c):  # (every key of a signature of its own: no copies)
-            w0, wl = _first_last(words, ts, tl)
-            hit = self._same(words, ts, tl, c, w0, wl)
-            slots[todo[hit]] = c[hit]
+            self._confirm(words, ts, tl, c, slots, todo)
             return
         if len(one):
-            os_, ol, oc = ts[one], tl[one], c[one]
-            w0, wl = _first_last(words, os_, ol)
-            hit = self._same(words, os_, ol, oc, w0, wl)
-            slots[todo[one[hit]]] = oc[hit]
+            self._confirm(words, ts[one], tl[one], c[one], slots, todo[one])
         several = np.flatnonzero(c == _SEVERAL)
         if not len(several):
             return
