@@ -10,9 +10,11 @@ turn for ``--reps`` rounds after a warm-up round; a variant's number is the medi
 its processes' medians:
 
 * **ours**: ``read_table(paths, features)`` (the specs given, as tf.data is given
-  them) and ``read_table(paths)`` (the schema inferred from the first 1,000 records
-  first), the whole files as one ``pyarrow.Table``; GZIP inflates on a thread of its
-  own, as by default;
+  them; batches converted on a thread per core, the default), the same with
+  ``use_threads=False`` (one thread converts, beside it), and ``read_table(paths)``
+  (the schema inferred from the first 1,000 records first), the whole files as one
+  ``pyarrow.Table``; GZIP inflates on a thread of its own, as by default. The core
+  count is printed;
 * **tf.data**: the three pipelines of ``benchmarks/tasks.py``'s parse tasks
   (``batch.map``, ``batch.map.prefetch``, ``batch.map(AUTOTUNE).prefetch`` of
   ``tf.io.parse_example``) at batch 1024 and at batch 256; the best median counts.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -91,10 +94,17 @@ def _ours(ctx: tasks.Context, dataset: str) -> dict[str, Callable[[], int]]:
     def given() -> int:
         return check(tfa.read_table(paths, features))
 
+    def one_thread() -> int:
+        return check(tfa.read_table(paths, features, use_threads=False))
+
     def inferred() -> int:
         return check(tfa.read_table(paths))
 
-    return {"read_table(specs given)": given, "read_table(inferred)": inferred}
+    return {
+        "read_table(specs given)": given,
+        "read_table(specs given, use_threads=False)": one_thread,
+        "read_table(inferred)": inferred,
+    }
 
 
 def _tf(ctx: tasks.Context, dataset: str) -> dict[str, Callable[[], int]]:
@@ -158,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print(RESULT + json.dumps(measure(ctx, dataset, side, int(reps))), flush=True)
         return 0
     manifest = _prepare(args.sets, args.records, args.real_taxi)
+    print(f"cores: {os.cpu_count()}  engine: {os.environ.get('TFRECORD_LITE_ENGINE', 'auto')}")
     print("| data set | records | ours | median | krec/s | tf.data best | krec/s | ratio |")
     print("|---|---:|---|---:|---:|---|---:|---:|")
     for dataset in manifest["datasets"]:
